@@ -1,0 +1,234 @@
+"""A campaign: prepare the nodes once, run every pair x repetition, store every attempt."""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, Callable, Iterator
+
+from . import __version__
+from .config import MONITORS, CampaignConfig, TestbedConfig
+from .executor import ExecutorError, LocalExecutor
+from .implementations import ImplementationMeta, common_alpn, load_registry
+from .nodes import Node, PreflightError
+from .orchestrator import Attempt, AttemptPlan, unsupported_record
+from .store import (RunRecord, attempt_dir, new_campaign_dir, next_attempt, utc_now,
+                    write_json_atomic, write_run)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class PlannedRun:
+    """One entry of the campaign plan."""
+
+    server: str
+    client: str
+    repetition: int
+    alpn: str | None
+
+
+@dataclass
+class CampaignResult:
+    """What a finished (or interrupted) campaign produced."""
+
+    directory: Path
+    records: list[RunRecord] = field(default_factory=list)
+    wall_s: float = 0.0
+    interrupted: bool = False
+
+
+def runner_version() -> dict[str, Any]:
+    """Runner version: package version, git commit and whether the work tree is dirty."""
+    local = LocalExecutor("management")
+    info: dict[str, Any] = {"package": __version__, "commit": None, "dirty": None}
+    try:
+        head = local.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], timeout=10,
+                         check=False)
+        if head.ok:
+            info["commit"] = head.stdout.strip()
+            status = local.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain",
+                                "--untracked-files=no"], timeout=10, check=False)
+            info["dirty"] = bool(status.stdout.strip()) if status.ok else None
+    except (ExecutorError, OSError):
+        pass
+    return info
+
+
+def plan_runs(cfg: CampaignConfig) -> list[PlannedRun]:
+    """The ordered list of runs: for each pair, repetitions 1..N."""
+    registry = load_registry()
+    runs = []
+    for pair in cfg.pair_list():
+        alpn = common_alpn(registry[pair.server], registry[pair.client])
+        runs += [PlannedRun(pair.server, pair.client, rep, alpn)
+                 for rep in range(1, cfg.repetitions + 1)]
+    return runs
+
+
+def estimate_seconds(cfg: CampaignConfig, runs: list[PlannedRun],
+                     assumed_mbps: float = 1000.0) -> float:
+    """Rough duration estimate: transfer at ``assumed_mbps`` plus 1 s overhead per run."""
+    runnable = sum(1 for r in runs if r.alpn is not None)
+    return runnable * (cfg.file_size * 8 / (assumed_mbps * 1e6) + 1.0)
+
+
+class _Interrupt:
+    """Turn SIGTERM into KeyboardInterrupt so cleanup runs the same way as for Ctrl-C."""
+
+    def __enter__(self) -> "_Interrupt":
+        self._old = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGTERM, self._old)
+
+
+class Campaign:
+    """Runs a validated campaign on a testbed."""
+
+    def __init__(self, cfg: CampaignConfig, testbed: TestbedConfig, results_root: Path,
+                 keep_files: bool | None = None) -> None:
+        self.cfg, self.testbed = cfg, testbed
+        self.results_root = results_root
+        self.keep_files = cfg.keep_files if keep_files is None else keep_files
+        self.registry = load_registry()
+        self.runs = plan_runs(cfg)
+
+    def _metas(self, role: str) -> list[ImplementationMeta]:
+        names = {getattr(p, role) for p in self.cfg.pair_list()}
+        return [self.registry[n] for n in sorted(names)]
+
+    def execute(self, progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
+                | None = None, on_record: Callable[[RunRecord], None] | None = None,
+                ) -> CampaignResult:
+        """Prepare nodes, run all planned attempts, clean up; return the records."""
+        directory = new_campaign_dir(self.results_root, self.cfg.name)
+        result = CampaignResult(directory)
+        campaign_id = directory.name
+        t0 = time.monotonic()
+        meta: dict[str, Any] = {
+            "schema_version": 1, "campaign": campaign_id, "config": self.cfg.model_dump(),
+            "testbed": self.testbed.model_dump(), "runner": runner_version(),
+            "started_at": utc_now(), "finished_at": None, "status": "running",
+            "planned_runs": len(self.runs), "hosts": {}, "implementations": {},
+        }
+        write_json_atomic(directory / "campaign.json", meta)
+        nodes: list[Node] = []
+        with _Interrupt():
+            try:
+                sname, scfg = self.testbed.node("server")
+                cname, ccfg = self.testbed.node("client")
+                timeout = self.cfg.timeouts.command
+                server = Node.connect(sname, scfg, campaign_id, timeout)
+                nodes.append(server)
+                client = Node.connect(cname, ccfg, campaign_id, timeout)
+                nodes.append(client)
+                meta["hosts"] = {n.name: n.collect_facts() for n in nodes}
+                meta["hosts"]["management"] = _management_facts()
+                versions = self._prepare(server, client, meta)
+                write_json_atomic(directory / "campaign.json", meta, overwrite=True)
+                self._loop(server, client, versions, meta, result, progress, on_record)
+                meta["status"] = "finished"
+            except KeyboardInterrupt:
+                meta["status"] = "interrupted"
+                result.interrupted = True
+                raise
+            except (ExecutorError, PreflightError) as exc:
+                meta["status"] = f"aborted: {exc}"
+                raise
+            finally:
+                for node in nodes:
+                    node.cleanup(self.keep_files)
+                    node.close()
+                meta["finished_at"] = utc_now()
+                result.wall_s = time.monotonic() - t0
+                meta["wall_s"] = result.wall_s
+                write_json_atomic(directory / "campaign.json", meta, overwrite=True)
+        return result
+
+    def _prepare(self, server: Node, client: Node, meta: dict[str, Any]) -> dict[str, str | None]:
+        cfg = self.cfg
+        server.preflight(cfg.file_size + 16 * 2**20, server.cfg.tmpdir)
+        client.preflight(cfg.file_size + 16 * 2**20, client.cfg.tmpdir)
+        versions: dict[str, str | None] = {}
+        for node, role in ((server, "server"), (client, "client")):
+            for impl in self._metas(role):
+                version = node.install(impl, cfg.timeouts.setup)
+                versions[f"{role}:{impl.name}"] = version
+                meta["implementations"][f"{role}:{impl.name}"] = {
+                    "version": version, "declared_version": impl.version,
+                    "source_hash": impl.source_hash(), "node": node.name}
+        gen_timeout = max(120.0, cfg.file_size / 50e6)
+        self.file_name = f"goodput-{cfg.file_size}.bin"
+        self.file_sha256 = server.generate_file(self.file_name, cfg.file_size, gen_timeout)
+        meta["file"] = {"name": self.file_name, "size": cfg.file_size,
+                        "sha256": self.file_sha256}
+        client.install_ca(server.make_certificate(server.cfg.ip))
+        return versions
+
+    def _loop(self, server: Node, client: Node, versions: dict[str, str | None],
+              meta: dict[str, Any], result: CampaignResult,
+              progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
+              on_record: Callable[[RunRecord], None] | None) -> None:
+        cfg = self.cfg
+        monitors = {m: "requested; monitor not available in this runner version"
+                    for m in cfg.monitors if m in MONITORS}
+        runs: Iterator[PlannedRun] = iter(self.runs)
+        if progress is not None:
+            runs = progress(runs, len(self.runs))
+        for run in runs:
+            smeta, cmeta = self.registry[run.server], self.registry[run.client]
+            attempt = next_attempt(result.directory, run.server, run.client, cfg.testcase,
+                                   run.repetition)
+            plan = AttemptPlan(
+                campaign_id=result.directory.name, testbed=self.testbed.name,
+                testcase=cfg.testcase, repetition=run.repetition, attempt=attempt,
+                server_meta=smeta, client_meta=cmeta,
+                server_version=versions.get(f"server:{run.server}"),
+                client_version=versions.get(f"client:{run.client}"),
+                server_params=dict(cfg.server_params.get(run.server, {})),
+                client_params=dict(cfg.client_params.get(run.client, {})),
+                alpn=run.alpn, port=cfg.port, file_name=self.file_name,
+                file_size=cfg.file_size, file_sha256=self.file_sha256,
+                client_timeout=cfg.client_timeout(),
+                server_ready_timeout=cfg.timeouts.server_ready,
+                keylog=cfg.keylog, qlog=cfg.qlog, monitors=monitors,
+            )
+            out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
+                              run.repetition, attempt)
+            out.mkdir(parents=True)
+            if run.alpn is None:
+                record = unsupported_record(
+                    plan, server, client,
+                    f"no common protocol: server speaks {', '.join(smeta.alpns)}, "
+                    f"client speaks {', '.join(cmeta.alpns)}")
+                interrupted = False
+            else:
+                attempt_run = Attempt(plan, server, client, out)
+                record = attempt_run.run()
+                interrupted = attempt_run.interrupted
+            write_run(out, record)
+            result.records.append(record)
+            if interrupted:
+                raise KeyboardInterrupt("campaign interrupted")
+            if on_record is not None:
+                on_record(record)
+
+
+def _management_facts() -> dict[str, str]:
+    local = LocalExecutor("management")
+    try:
+        res = local.run(["uname", "-rn"], timeout=10)
+        hostname, kernel = res.stdout.split()[:2]
+        return {"hostname": hostname, "kernel": kernel}
+    except (ExecutorError, ValueError):
+        return {}

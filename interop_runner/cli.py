@@ -1,0 +1,193 @@
+"""Command line: wires config, testbed, campaign, store and analysis together."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from .config import ConfigError, load_campaign
+from .executor import ExecutorError
+from .implementations import RegistryError, load_registry
+from .nodes import PreflightError
+from .store import StoreError
+from .units import format_iec
+
+EPILOG = "Run `run.py <command> --help` for the options of each command."
+
+
+class UserError(Exception):
+    """An error to show as one line, without a traceback."""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="run.py",
+        description="Extended QUIC Interop Runner: goodput of QUIC (and TCP/TLS) client/server "
+                    "pairs between two nodes driven over SSH.",
+        epilog=EPILOG)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run a campaign and print a summary table",
+                       description="Run every pair x repetition of a campaign file. Results go "
+                                   "to <results_dir>/<name>_<UTC time>/ (never overwritten). "
+                                   "A local testbed is brought up if it is down.")
+    p.add_argument("config", type=Path, help="campaign YAML file, e.g. configs/local.yml")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the planned runs, their count and an estimated duration; run "
+                        "nothing")
+    p.add_argument("--results-dir", type=Path, default=None,
+                   help="where campaign directories go (default: results_dir of the config)")
+    p.add_argument("--keep-files", action="store_true",
+                   help="keep the generated file and certificates on the nodes")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("validate", help="check a campaign file (and its testbed) without running",
+                       description="Validate a campaign file and the testbed file it names; "
+                                   "print one line per problem, with its key path.")
+    p.add_argument("config", type=Path)
+
+    p = sub.add_parser("testbed", help="manage the embedded local testbed (needs root)",
+                       description="Two network namespaces (qir-server, qir-client) joined by "
+                                   "veth, each running its own sshd, reachable from this "
+                                   "machine over a management link; 198.18.0.0/15 addresses.")
+    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument("--purge", action="store_true",
+                   help="with down: also remove the nodes' work and tmpfs directories")
+
+    sub.add_parser("list", help="list the available implementations",
+                   description="List implementations with their version, roles, protocols and "
+                               "parameters.")
+
+    p = sub.add_parser("parse", help="write the results of one or more campaigns as a table",
+                       description="Load every run.json below RESULTS (one row per attempt) "
+                                   "and write it as Parquet or CSV (chosen by the suffix).")
+    p.add_argument("results", type=Path, nargs="+", help="campaign or results directories")
+    p.add_argument("-o", "--output", type=Path, required=True,
+                   help="output file ending in .parquet or .csv")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = _build_parser().parse_args(argv)
+    try:
+        return int(_COMMANDS[args.command](args) or 0)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except (UserError, ExecutorError, PreflightError, StoreError, RegistryError,
+            FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    cfg, testbed = load_campaign(args.config)
+    print(f"{args.config}: ok — {len(cfg.pair_list())} pair(s) x {cfg.repetitions} "
+          f"repetition(s), file {format_iec(cfg.file_size)}, testbed {testbed.name}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    for meta in load_registry().values():
+        params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
+        print(f"{meta.name:10} {meta.version:12} roles={','.join(meta.roles):14} "
+              f"alpn={','.join(meta.alpns):10} params: {params}")
+    return 0
+
+
+def _testbed_module():  # type: ignore[no-untyped-def]
+    from .testbeds import local
+
+    return local
+
+
+def _cmd_testbed(args: argparse.Namespace) -> int:
+    local = _testbed_module()
+    try:
+        if args.action == "up":
+            print(local.up().render())
+        elif args.action == "down":
+            local.down(purge=args.purge)
+            print("local testbed: down")
+        else:
+            status = local.status()
+            print(status.render())
+            return 0 if status.healthy else 3
+    except local.TestbedError as exc:
+        raise UserError(str(exc)) from None
+    return 0
+
+
+def _ensure_local_testbed() -> None:
+    local = _testbed_module()
+    try:
+        if not local.status().healthy:
+            print("local testbed is not up: bringing it up", file=sys.stderr)
+            local.up()
+    except local.TestbedError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .analysis import load_results, summarize
+    from .campaign import Campaign, estimate_seconds, plan_runs
+
+    cfg, testbed = load_campaign(args.config)
+    runs = plan_runs(cfg)
+    if args.dry_run:
+        for run in runs:
+            note = "" if run.alpn else "  (unsupported: no common protocol)"
+            print(f"{run.server:>10} -> {run.client:<10} rep {run.repetition:<4} "
+                  f"alpn={run.alpn or '-'}{note}")
+        est = estimate_seconds(cfg, runs)
+        print(f"{len(runs)} run(s), file {format_iec(cfg.file_size)}, testbed {testbed.name}; "
+              f"estimated {est / 60:.1f} min at 1 Gbit/s plus 1 s overhead per run")
+        return 0
+    if testbed.local:
+        _ensure_local_testbed()
+    results_root = args.results_dir or Path(cfg.results_dir)
+    if not results_root.is_absolute() and args.results_dir is None:
+        results_root = Path.cwd() / results_root
+    campaign = Campaign(cfg, testbed, results_root, keep_files=args.keep_files or None)
+
+    def progress(it: Iterator, total: int) -> Iterator:  # type: ignore[type-arg]
+        if args.no_progress:
+            return it
+        from tqdm import tqdm
+
+        return iter(tqdm(it, total=total, unit="run", desc=cfg.name, file=sys.stderr))
+
+    try:
+        result = campaign.execute(progress=progress)
+    except KeyboardInterrupt:
+        print("\ninterrupted: nodes cleaned up; stored attempts are kept", file=sys.stderr)
+        return 130
+    frame = load_results(result.directory)
+    table = summarize(frame)
+    print(table.to_string(index=False, na_rep="n/a", float_format=lambda v: f"{v:.1f}"))
+    print(f"\nresults: {result.directory}  ({len(frame)} attempt(s), "
+          f"{result.wall_s:.1f} s wall time; goodput in Mbit/s)")
+    return 0 if (frame["status"] == "ok").any() else 4
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    from .analysis import load_results
+
+    frame = load_results(*args.results)
+    suffix = args.output.suffix.lower()
+    if suffix == ".parquet":
+        frame.to_parquet(args.output, index=False)
+    elif suffix == ".csv":
+        frame.to_csv(args.output, index=False)
+    else:
+        raise UserError(f"{args.output}: output must end in .parquet or .csv")
+    print(f"{args.output}: {len(frame)} attempt(s)")
+    return 0
+
+
+_COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "testbed": _cmd_testbed,
+             "list": _cmd_list, "parse": _cmd_parse}

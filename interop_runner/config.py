@@ -1,0 +1,319 @@
+"""Campaign and testbed configuration: YAML files validated into typed pydantic models.
+
+Every problem becomes one line ``<file>: <key.path>: <message>``, so a user sees which key to fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .implementations import ImplementationMeta, RegistryError, load_registry
+from .units import parse_size
+
+DEFAULT_FILE_SIZE = 8 * 2**30
+MONITORS = ("ethtool", "sysfs", "nstat", "pidstat", "mpstat", "perf", "tcpdump", "ifstat", "tc",
+            "qlog")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ConfigError(Exception):
+    """A configuration file is invalid; ``lines`` holds one message per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- testbed file ----
+class SSHConfig(_Strict):
+    """How the management node reaches a node."""
+
+    host: str
+    port: int = Field(22, ge=1, le=65535)
+    user: str = "root"
+    key: str | None = None
+    known_hosts: str | None = None
+    jump: "SSHConfig | None" = None
+    connect_timeout: float = Field(10.0, gt=0)
+
+
+class NodeConfig(_Strict):
+    """One measurement node."""
+
+    role: Literal["server", "client"]
+    ssh: SSHConfig
+    interface: str
+    ip: str
+    workdir: str
+    tmpdir: str = "/dev/shm/qir"
+
+    @field_validator("ip")
+    @classmethod
+    def _ip(cls, value: str) -> str:
+        ipaddress.ip_address(value)
+        return value
+
+    @field_validator("workdir", "tmpdir")
+    @classmethod
+    def _abs(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if not path.is_absolute() or len(path.parts) < 3:
+            raise ValueError(f"must be an absolute path at least two levels deep, got {value!r}")
+        return str(path)
+
+
+class TestbedConfig(_Strict):
+    """A testbed file: the nodes of one host pair."""
+
+    name: str
+    local: bool = False
+    nodes: dict[str, NodeConfig]
+
+    @model_validator(mode="after")
+    def _roles(self) -> "TestbedConfig":
+        roles = sorted(n.role for n in self.nodes.values())
+        if roles != ["client", "server"]:
+            raise ValueError("needs exactly one node with role server and one with role client")
+        dirs = [PurePosixPath(d) for n in self.nodes.values() for d in (n.workdir, n.tmpdir)]
+        for i, a in enumerate(dirs):
+            for b in dirs[i + 1:]:
+                if a == b or a in b.parents or b in a.parents:
+                    raise ValueError(f"nodes must not share directories ({a} and {b} overlap)")
+        return self
+
+    def node(self, role: str) -> tuple[str, NodeConfig]:
+        """The (name, node) with the given role."""
+        return next((k, n) for k, n in self.nodes.items() if n.role == role)
+
+
+# -------------------------------------------------------------------------- campaign file ----
+class Pair(_Strict):
+    """One server/client combination."""
+
+    server: str
+    client: str
+
+
+class Timeouts(_Strict):
+    """Timeouts in seconds; ``client`` None means: derived from the file size."""
+
+    setup: float = Field(1800, gt=0)
+    server_ready: float = Field(15, gt=0)
+    client: float | None = Field(None, gt=0)
+    command: float = Field(120, gt=0)
+
+
+class CampaignConfig(_Strict):
+    """One measurement campaign."""
+
+    name: str
+    testbed: str
+    testcase: Literal["goodput"] = "goodput"
+    file_size: int = DEFAULT_FILE_SIZE
+    repetitions: int = Field(10, ge=1, le=100000)
+    servers: list[str] = []
+    clients: list[str] = []
+    pairs: list[Pair] | None = None
+    server_params: dict[str, dict[str, Any]] = {}
+    client_params: dict[str, dict[str, Any]] = {}
+    monitors: list[str] = []
+    port: int = Field(4433, ge=1, le=65535)
+    keylog: bool = False
+    qlog: bool = False
+    keep_files: bool = False
+    timeouts: Timeouts = Timeouts()
+    results_dir: str = "results"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME_RE.match(value):
+            raise ValueError("use letters, digits, '.', '_' or '-' (at most 64)")
+        return value
+
+    @field_validator("file_size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int:
+        size = parse_size(value)
+        if size <= 0:
+            raise ValueError("must be larger than 0")
+        return size
+
+    @field_validator("monitors")
+    @classmethod
+    def _monitors(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in MONITORS:
+                raise ValueError(f"unknown monitor {name!r} (known: {', '.join(MONITORS)})")
+        return value
+
+    @model_validator(mode="after")
+    def _has_pairs(self) -> "CampaignConfig":
+        if self.pairs is None and (not self.servers or not self.clients):
+            raise ValueError("give `servers` and `clients`, or `pairs`")
+        return self
+
+    def pair_list(self) -> list[Pair]:
+        """The pairs to measure: ``pairs`` if given, else servers x clients."""
+        if self.pairs is not None:
+            return list(self.pairs)
+        return [Pair(server=s, client=c) for s in self.servers for c in self.clients]
+
+    def client_timeout(self) -> float:
+        """Client timeout: configured, else 60 s plus the transfer time at 50 Mbit/s."""
+        if self.timeouts.client is not None:
+            return self.timeouts.client
+        return 60.0 + self.file_size * 8 / 50e6
+
+
+# ------------------------------------------------------------------------------- loading ----
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) -> list[str]:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        key = _loc(loc)
+        if err["type"] == "extra_forbidden":
+            known = _known_keys(model, loc[:-1])
+            hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            msg = f"unknown key {str(loc[-1])!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] not in ("value_error", "assertion_error") and "input" in err:
+                msg += f" (got {err['input']!r})"
+        lines.append(f"{source}: {key}: {msg}")
+    return lines
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the (sub)model at ``loc``, for 'did you mean' hints."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        fields = getattr(current, "model_fields", {})
+        if part in fields:
+            annotation = fields[part].annotation
+            current = next((a for a in getattr(annotation, "__args__", (annotation,))
+                            if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        else:
+            current = None
+    return list(getattr(current, "model_fields", {}).keys()) if current else []
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError([f"{path}: file not found"])
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError([f"{path}{where}: YAML syntax error: {problem}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([f"{path}: (top level): expected a mapping of keys"])
+    return data
+
+
+def load_testbed(path: Path | str) -> TestbedConfig:
+    """Read and validate a testbed file."""
+    path = Path(path)
+    data = _read_yaml(path)
+    try:
+        return TestbedConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(str(path), exc, TestbedConfig)) from None
+
+
+def _check_implementations(
+    source: str, cfg: CampaignConfig, registry: dict[str, ImplementationMeta]
+) -> list[str]:
+    errors: list[str] = []
+    known = ", ".join(sorted(registry)) or "none"
+
+    def check_name(key: str, name: str, role: str) -> None:
+        if name not in registry:
+            hint = difflib.get_close_matches(name, list(registry), n=1)
+            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            errors.append(f"{source}: {key}: unknown implementation {name!r} (known: {known}{did})")
+        elif role not in registry[name].roles:
+            errors.append(f"{source}: {key}: implementation {name!r} has no {role} role")
+
+    for i, name in enumerate(cfg.servers):
+        check_name(f"servers[{i}]", name, "server")
+    for i, name in enumerate(cfg.clients):
+        check_name(f"clients[{i}]", name, "client")
+    for i, pair in enumerate(cfg.pairs or []):
+        check_name(f"pairs[{i}].server", pair.server, "server")
+        check_name(f"pairs[{i}].client", pair.client, "client")
+    for side in ("server", "client"):
+        for impl, params in getattr(cfg, f"{side}_params").items():
+            base = f"{side}_params.{impl}"
+            if impl not in registry:
+                check_name(base, impl, side)
+                continue
+            specs = registry[impl].parameters
+            for key, value in (params or {}).items():
+                if key not in specs:
+                    names = ", ".join(sorted(specs)) or "none"
+                    errors.append(f"{source}: {base}.{key}: unknown parameter for {impl} "
+                                  f"(it accepts: {names})")
+                    continue
+                try:
+                    specs[key].to_env(value)
+                except ValueError as exc:
+                    errors.append(f"{source}: {base}.{key}: {exc}")
+    return errors
+
+
+def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
+    """Read and validate a campaign file and the testbed file it names.
+
+    The testbed path is resolved relative to the campaign file. Raises ConfigError.
+    """
+    path = Path(path)
+    data = _read_yaml(path)
+    try:
+        cfg = CampaignConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(str(path), exc, CampaignConfig)) from None
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        raise ConfigError([str(exc)]) from None
+    errors = _check_implementations(str(path), cfg, registry)
+    testbed_path = resolve_testbed_path(path, cfg)
+    if not testbed_path.is_file():
+        errors.append(f"{path}: testbed: file not found: {testbed_path}")
+    if errors:
+        raise ConfigError(errors)
+    return cfg, load_testbed(testbed_path)
+
+
+def resolve_testbed_path(config_path: Path, cfg: CampaignConfig) -> Path:
+    """Path of the campaign's testbed file (relative paths are relative to the config)."""
+    candidate = Path(cfg.testbed).expanduser()
+    return candidate if candidate.is_absolute() else (config_path.parent / candidate)

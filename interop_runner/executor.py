@@ -1,0 +1,460 @@
+"""The only place where commands run: locally or on a node over SSH.
+
+Both executors share one interface (modelled on invoke's Runner/Result/UnexpectedExit):
+
+* ``run(argv, timeout=...)`` runs a command in the foreground and returns a :class:`Result`;
+  a timeout kills the command's whole process group on the node and raises
+  :class:`CommandTimeout`; a non-zero exit raises :class:`CommandFailed` when ``check`` is set.
+* ``start(argv, stdout=..., stderr=...)`` starts a command in its own session (process group)
+  on the node and returns a :class:`Background` handle; ``wait``/``poll``/``stop`` act on it by
+  its process group id, never by name.
+* ``put``/``get``/``put_dir``/``write_text``/``read_text`` move files.
+
+Commands are argv lists. On SSH they are quoted with :func:`shlex.join`, so no config value is
+ever interpreted by a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import paramiko
+
+# Foreground wrapper: report the process group id on stderr's first line (so a timeout or Ctrl-C
+# can kill the whole group on the node), then exec the command in place.
+_RUN_WRAPPER = 'read -r _ _ _ _ pg _ </proc/$$/stat; echo "QIRPGID $pg" >&2; exec "$@"'
+_PG_MARKER = "QIRPGID "
+
+# Background launcher: `setsid` in a non-leader child makes pid == pgid == sid; the inner shell
+# records the exit code atomically once the command ends.
+_BG_LAUNCH = 'rm -f "$1"; setsid sh -c "$0" "$@" </dev/null >/dev/null 2>&1 & echo $!'
+_BG_BODY = (
+    'rc=$0; out=$1; err=$2; shift 2; "$@" </dev/null >"$out" 2>"$err"; '
+    'echo $? >"$rc.tmp" && mv "$rc.tmp" "$rc"'
+)
+# Stop a process group: TERM, wait up to $1 seconds, then KILL and wait until it is gone.
+_STOP = (
+    'pg=$0; grace=$1; kill -TERM "-$pg" 2>/dev/null || exit 0; '
+    'end=$(( $(date +%s%N) + grace * 1000000000 )); sig=TERM; '
+    'while kill -0 "-$pg" 2>/dev/null; do '
+    '  if [ $sig = TERM ] && [ "$(date +%s%N)" -gt "$end" ]; then '
+    '    kill -KILL "-$pg" 2>/dev/null; sig=KILL; fi; '
+    '  sleep 0.01; '
+    'done'
+)
+_WAIT = 'while [ ! -e "$0" ]; do sleep 0.01; done; cat "$0"'
+
+
+@dataclass(frozen=True)
+class Result:
+    """Outcome of one foreground command."""
+
+    node: str
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited with status 0."""
+        return self.exit_code == 0
+
+
+class ExecutorError(Exception):
+    """A command could not be run or did not succeed."""
+
+
+class CommandFailed(ExecutorError):
+    """A command exited non-zero (raised only with ``check=True``)."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
+        super().__init__(
+            f"{result.node}: {shlex.join(result.argv)} exited {result.exit_code}"
+            + (f": {tail}" if tail else "")
+        )
+
+
+class CommandTimeout(ExecutorError):
+    """A command ran longer than its timeout; its process group was killed."""
+
+    def __init__(self, node: str, argv: Sequence[str], timeout: float) -> None:
+        self.node, self.argv, self.timeout = node, tuple(argv), timeout
+        super().__init__(f"{node}: {shlex.join(argv)} timed out after {timeout:g} s")
+
+
+class ConnectError(ExecutorError):
+    """A node could not be reached or authenticated."""
+
+
+@dataclass
+class Background:
+    """A process started with :meth:`Executor.start`, identified by its process group."""
+
+    node: str
+    argv: tuple[str, ...]
+    pgid: int
+    stdout: str
+    stderr: str
+    exit_file: str
+    exit_code: int | None = field(default=None)
+
+
+def _full_argv(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> list[str]:
+    if not argv:
+        raise ValueError("empty argv")
+    prefix: list[str] = []
+    if env or cwd:
+        prefix = ["env"]
+        if cwd:
+            prefix += ["-C", cwd]
+        for key, value in (env or {}).items():
+            if not key or "=" in key:
+                raise ValueError(f"invalid environment variable name {key!r}")
+            prefix.append(f"{key}={value}")
+    return prefix + [str(a) for a in argv]
+
+
+class Executor(ABC):
+    """Runs commands and moves files on one node."""
+
+    name: str
+
+    # -- primitives implemented per transport -------------------------------------------------
+    @abstractmethod
+    def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
+        """Run argv wrapped by ``_RUN_WRAPPER``; return (exit, stdout, stderr-without-marker, s)."""
+
+    @abstractmethod
+    def put(self, local: Path | str, remote: str) -> None:
+        """Copy a local file to the node (mode preserved)."""
+
+    @abstractmethod
+    def get(self, remote: str, local: Path | str) -> None:
+        """Copy a file from the node to a local path."""
+
+    @abstractmethod
+    def write_bytes(self, remote: str, data: bytes, mode: int = 0o644) -> None:
+        """Write bytes to a file on the node (atomically: temp file + rename)."""
+
+    @abstractmethod
+    def read_bytes(self, remote: str) -> bytes:
+        """Read a whole (small) file from the node."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection."""
+
+    # -- shared behaviour ---------------------------------------------------------------------
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        check: bool = True,
+    ) -> Result:
+        """Run ``argv`` in the foreground with a timeout (seconds)."""
+        full = _full_argv(argv, env, cwd)
+        code, out, err, dur = self._exec(full, timeout)
+        result = Result(self.name, tuple(str(a) for a in argv), code, out, err, dur)
+        if check and code != 0:
+            raise CommandFailed(result)
+        return result
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        stdout: str,
+        stderr: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float = 30.0,
+    ) -> Background:
+        """Start ``argv`` in a new session on the node; its output goes to the given files."""
+        full = _full_argv(argv, env, cwd)
+        exit_file = stdout + ".exit"
+        res = self.run(
+            ["sh", "-c", _BG_LAUNCH, _BG_BODY, exit_file, stdout, stderr, *full],
+            timeout=timeout,
+        )
+        try:
+            pgid = int(res.stdout.strip())
+        except ValueError as exc:
+            raise ExecutorError(f"{self.name}: could not start {shlex.join(argv)}") from exc
+        return Background(self.name, tuple(str(a) for a in argv), pgid, stdout, stderr, exit_file)
+
+    def poll(self, proc: Background) -> int | None:
+        """Return the exit code of a background process, or None while it runs."""
+        if proc.exit_code is None:
+            res = self.run(["cat", proc.exit_file], timeout=10, check=False)
+            if res.ok and res.stdout.strip():
+                proc.exit_code = int(res.stdout.strip())
+        return proc.exit_code
+
+    def wait(self, proc: Background, timeout: float) -> int:
+        """Block until the background process exits; raise CommandTimeout after ``timeout``."""
+        if proc.exit_code is None:
+            res = self.run(["sh", "-c", _WAIT, proc.exit_file], timeout=timeout)
+            proc.exit_code = int(res.stdout.strip())
+        return proc.exit_code
+
+    def alive(self, proc: Background) -> bool:
+        """True while any process of the background process group exists."""
+        res = self.run(["kill", "-0", "--", f"-{proc.pgid}"], timeout=10, check=False)
+        return res.ok
+
+    def stop(self, proc: Background, grace: float = 5.0) -> int | None:
+        """Stop the whole process group (TERM, then KILL after ``grace`` s); return exit code."""
+        self.run(["sh", "-c", _STOP, str(proc.pgid), str(int(max(grace, 0)))],
+                 timeout=grace + 15)
+        self.run(["rm", "-f", proc.exit_file + ".tmp"], timeout=10, check=False)
+        return self.poll(proc)
+
+    def kill_group(self, pgid: int, grace: float = 2.0) -> None:
+        """Stop a process group by id (used after timeouts and interrupts)."""
+        try:
+            self._exec(["sh", "-c", _STOP, str(pgid), str(int(grace))], grace + 15)
+        except ExecutorError:
+            pass
+
+    def write_text(self, remote: str, text: str, mode: int = 0o644) -> None:
+        """Write text (UTF-8) to a file on the node."""
+        self.write_bytes(remote, text.encode(), mode)
+
+    def read_text(self, remote: str) -> str:
+        """Read a small text file from the node."""
+        return self.read_bytes(remote).decode(errors="replace")
+
+    def put_dir(self, local: Path | str, remote: str) -> None:
+        """Copy a local directory tree to the node (files replaced, modes preserved)."""
+        local = Path(local)
+        dirs = [remote] + [f"{remote}/{p.relative_to(local).as_posix()}"
+                           for p in sorted(local.rglob("*")) if p.is_dir()]
+        self.run(["mkdir", "-p", *dirs], timeout=30)
+        for path in sorted(local.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                self.put(path, f"{remote}/{path.relative_to(local).as_posix()}")
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _split_marker(err: str) -> tuple[int | None, str]:
+    if err.startswith(_PG_MARKER):
+        line, _, rest = err.partition("\n")
+        try:
+            return int(line[len(_PG_MARKER):]), rest
+        except ValueError:
+            return None, rest
+    return None, err
+
+
+class LocalExecutor(Executor):
+    """Runs commands on this machine (unit tests, the management node's own facts)."""
+
+    def __init__(self, name: str = "local") -> None:
+        self.name = name
+
+    def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            ["sh", "-c", _RUN_WRAPPER, "qir", *argv],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._killpg(proc)
+            raise CommandTimeout(self.name, argv, timeout) from None
+        except BaseException:
+            self._killpg(proc)
+            raise
+        _, err_s = _split_marker(err.decode(errors="replace"))
+        return proc.returncode, out.decode(errors="replace"), err_s, time.monotonic() - t0
+
+    @staticmethod
+    def _killpg(proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+
+    def put(self, local: Path | str, remote: str) -> None:
+        shutil.copy2(local, remote)
+
+    def get(self, remote: str, local: Path | str) -> None:
+        shutil.copy2(remote, local)
+
+    def write_bytes(self, remote: str, data: bytes, mode: int = 0o644) -> None:
+        tmp = f"{remote}.tmp{os.getpid()}"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, remote)
+
+    def read_bytes(self, remote: str) -> bytes:
+        return Path(remote).read_bytes()
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class SSHTarget:
+    """Where and how to reach a node over SSH."""
+
+    host: str
+    port: int = 22
+    user: str = "root"
+    key: str | None = None
+    known_hosts: str | None = None
+    jump: "SSHTarget | None" = None
+    connect_timeout: float = 10.0
+
+
+class SSHExecutor(Executor):
+    """Runs commands on a node over one persistent paramiko connection."""
+
+    def __init__(self, name: str, target: SSHTarget) -> None:
+        self.name = name
+        self.target = target
+        self._jump: paramiko.SSHClient | None = None
+        self._client = self._connect(target)
+        self._sftp: paramiko.SFTPClient | None = None
+
+    def _connect(self, t: SSHTarget) -> paramiko.SSHClient:
+        sock = None
+        if t.jump is not None:
+            self._jump = SSHExecutor._open_client(t.jump, None, self.name)
+            transport = self._jump.get_transport()
+            assert transport is not None
+            try:
+                sock = transport.open_channel("direct-tcpip", (t.host, t.port), ("127.0.0.1", 0))
+            except (paramiko.SSHException, OSError) as exc:
+                raise ConnectError(
+                    f"{self.name}: jump host {t.jump.host} cannot reach {t.host}:{t.port}: {exc}"
+                ) from None
+        return SSHExecutor._open_client(t, sock, self.name)
+
+    @staticmethod
+    def _open_client(t: SSHTarget, sock: object, name: str) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        known = Path(t.known_hosts or "~/.ssh/known_hosts").expanduser()
+        if known.exists():
+            client.load_host_keys(str(known))
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        try:
+            client.connect(
+                t.host, port=t.port, username=t.user,
+                key_filename=str(Path(t.key).expanduser()) if t.key else None,
+                timeout=t.connect_timeout, banner_timeout=t.connect_timeout,
+                auth_timeout=t.connect_timeout, allow_agent=t.key is None,
+                look_for_keys=t.key is None, sock=sock,  # type: ignore[arg-type]
+            )
+        except paramiko.SSHException as exc:
+            if "not found in known_hosts" in str(exc):
+                raise ConnectError(
+                    f"{name}: host key of {t.host}:{t.port} is not in {known}"
+                ) from None
+            raise ConnectError(f"{name}: SSH to {t.user}@{t.host}:{t.port} failed: {exc}") from None
+        except (OSError, socket.timeout) as exc:
+            raise ConnectError(f"{name}: cannot connect to {t.host}:{t.port}: {exc}") from None
+        transport = client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(15)
+        return client
+
+    def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
+        command = shlex.join(["sh", "-c", _RUN_WRAPPER, "qir", *argv])
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            raise ConnectError(f"{self.name}: SSH connection lost")
+        t0 = time.monotonic()
+        chan = transport.open_session(timeout=30)
+        pgid: int | None = None
+        out: list[bytes] = []
+        err: list[bytes] = []
+        try:
+            chan.exec_command(command)
+            chan.shutdown_write()
+            deadline = t0 + timeout
+            while True:
+                if chan.recv_ready():
+                    out.append(chan.recv(1 << 16))
+                    continue
+                if chan.recv_stderr_ready():
+                    err.append(chan.recv_stderr(1 << 16))
+                    if pgid is None:
+                        pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
+                    continue
+                if chan.exit_status_ready() and chan.eof_received:
+                    break
+                if time.monotonic() > deadline:
+                    raise CommandTimeout(self.name, argv, timeout)
+                select.select([chan], [], [], 0.01)
+            code = chan.recv_exit_status()
+        except BaseException:
+            if pgid is None:
+                pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
+            if pgid is not None:
+                self.kill_group(pgid)
+            raise
+        finally:
+            chan.close()
+        _, err_s = _split_marker(b"".join(err).decode(errors="replace"))
+        return code, b"".join(out).decode(errors="replace"), err_s, time.monotonic() - t0
+
+    @property
+    def sftp(self) -> paramiko.SFTPClient:
+        """The node's SFTP session (opened on first use)."""
+        if self._sftp is None:
+            self._sftp = self._client.open_sftp()
+        return self._sftp
+
+    def put(self, local: Path | str, remote: str) -> None:
+        self.sftp.put(str(local), remote)
+        self.sftp.chmod(remote, stat.S_IMODE(os.stat(local).st_mode))
+
+    def get(self, remote: str, local: Path | str) -> None:
+        self.sftp.get(remote, str(local))
+
+    def write_bytes(self, remote: str, data: bytes, mode: int = 0o644) -> None:
+        tmp = f"{remote}.tmp{os.getpid()}"
+        with self.sftp.open(tmp, "wb") as fh:
+            fh.write(data)
+        self.sftp.chmod(tmp, mode)
+        self.sftp.posix_rename(tmp, remote)
+
+    def read_bytes(self, remote: str) -> bytes:
+        with self.sftp.open(remote, "rb") as fh:
+            return fh.read()
+
+    def close(self) -> None:
+        if self._sftp is not None:
+            self._sftp.close()
+            self._sftp = None
+        self._client.close()
+        if self._jump is not None:
+            self._jump.close()

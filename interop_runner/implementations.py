@@ -1,0 +1,108 @@
+"""The registry of implementations: ``implementations/<name>/meta.yml`` and their parameters."""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .units import parse_size
+
+IMPLEMENTATIONS_DIR = Path(__file__).resolve().parent.parent / "implementations"
+ROLES = ("server", "client")
+SCRIPTS = ("setup", "pre", "run-server", "run-client", "post", "version")
+EXIT_UNSUPPORTED = 127
+
+
+class ParameterSpec(BaseModel):
+    """One parameter an implementation honours (declared in meta.yml)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["bool", "int", "bytes", "str"]
+    default: Any = None
+    choices: list[str] | None = None
+    help: str = ""
+
+    def to_env(self, value: Any) -> str:
+        """Check ``value`` against this spec and render it for ``PARAM_<NAME>``.
+
+        Raises ValueError with a short reason.
+        """
+        if self.type == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"expected true/false, got {value!r}")
+            return "1" if value else "0"
+        if self.type == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"expected an integer, got {value!r}")
+            return str(value)
+        if self.type == "bytes":
+            return str(parse_size(value))
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"expected one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+class ImplementationMeta(BaseModel):
+    """Contents of ``meta.yml`` plus where the implementation lives."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    version: str
+    roles: list[Literal["server", "client"]]
+    alpns: list[str] = Field(min_length=1)
+    ready: Literal["udp", "tcp"]
+    parameters: dict[str, ParameterSpec] = {}
+    description: str = ""
+    path: Path = Path()
+
+    def has_script(self, script: str) -> bool:
+        """True when the implementation ships the given script."""
+        return (self.path / script).is_file()
+
+    def source_hash(self) -> str:
+        """SHA-256 over every file of the implementation folder (names and contents)."""
+        digest = hashlib.sha256()
+        for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
+            digest.update(file.relative_to(self.path).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes())
+        return digest.hexdigest()
+
+    def param_env(self, params: dict[str, Any]) -> dict[str, str]:
+        """Render validated parameters as ``PARAM_<NAME>`` environment variables."""
+        return {f"PARAM_{k.upper()}": self.parameters[k].to_env(v) for k, v in params.items()}
+
+
+class RegistryError(Exception):
+    """An implementation folder is broken (bad or missing meta.yml)."""
+
+
+@lru_cache(maxsize=4)
+def load_registry(root: Path = IMPLEMENTATIONS_DIR) -> dict[str, ImplementationMeta]:
+    """Read every ``implementations/*/meta.yml``; the folder name is the implementation name."""
+    registry: dict[str, ImplementationMeta] = {}
+    for meta_file in sorted(root.glob("*/meta.yml")):
+        try:
+            data = yaml.safe_load(meta_file.read_text()) or {}
+            meta = ImplementationMeta.model_validate({**data, "path": meta_file.parent})
+        except (yaml.YAMLError, ValidationError) as exc:
+            first = str(exc).splitlines()[0:3]
+            raise RegistryError(f"{meta_file}: invalid meta.yml: {' '.join(first)}") from None
+        if meta.name != meta_file.parent.name:
+            raise RegistryError(f"{meta_file}: name {meta.name!r} differs from its folder name")
+        registry[meta.name] = meta
+    return registry
+
+
+def common_alpn(server: ImplementationMeta, client: ImplementationMeta) -> str | None:
+    """The protocol a pair speaks: the server's most preferred ALPN the client also speaks."""
+    for alpn in server.alpns:
+        if alpn in client.alpns:
+            return alpn
+    return None

@@ -1,0 +1,194 @@
+"""A measurement node as the runner sees it: its executor, its directories, its preparation.
+
+Directories on a node (all below the node's own ``workdir`` and ``tmpdir``, so two nodes on one
+machine never share files)::
+
+    <workdir>/implementations/<name>/   uploaded scripts
+    <workdir>/setup/                    SETUP_DIR: builds, cached across campaigns
+    <workdir>/runs/<campaign-id>/...    per-attempt LOGS, fetched then removed
+    <tmpdir>/<campaign-id>/www          server: the generated file (tmpfs)
+    <tmpdir>/<campaign-id>/certs        certificate and key / CA
+    <tmpdir>/<campaign-id>/downloads    client: downloaded files
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from .config import NodeConfig, SSHConfig
+from .executor import CommandFailed, Executor, ExecutorError, SSHExecutor, SSHTarget
+from .implementations import ImplementationMeta
+from .units import format_iec
+
+REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl")
+
+
+class PreflightError(Exception):
+    """A node is not fit for the campaign (missing tool, not enough space, ...)."""
+
+
+def ssh_target(cfg: SSHConfig) -> SSHTarget:
+    """Translate the config model into the executor's SSH target."""
+    return SSHTarget(
+        host=cfg.host, port=cfg.port, user=cfg.user, key=cfg.key, known_hosts=cfg.known_hosts,
+        jump=ssh_target(cfg.jump) if cfg.jump else None, connect_timeout=cfg.connect_timeout,
+    )
+
+
+@dataclass
+class Node:
+    """One node of the testbed during a campaign."""
+
+    name: str
+    cfg: NodeConfig
+    executor: Executor
+    campaign_id: str
+    command_timeout: float = 120.0
+    facts: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def connect(cls, name: str, cfg: NodeConfig, campaign_id: str,
+                command_timeout: float = 120.0) -> "Node":
+        """Open the node's persistent SSH connection."""
+        return cls(name, cfg, SSHExecutor(name, ssh_target(cfg.ssh)), campaign_id,
+                   command_timeout)
+
+    # -- paths ---------------------------------------------------------------------------------
+    @property
+    def impl_root(self) -> str:
+        return f"{self.cfg.workdir}/implementations"
+
+    @property
+    def setup_dir(self) -> str:
+        return f"{self.cfg.workdir}/setup"
+
+    @property
+    def runs_dir(self) -> str:
+        return f"{self.cfg.workdir}/runs/{self.campaign_id}"
+
+    @property
+    def scratch(self) -> str:
+        return f"{self.cfg.tmpdir}/{self.campaign_id}"
+
+    @property
+    def www(self) -> str:
+        return f"{self.scratch}/www"
+
+    @property
+    def certs(self) -> str:
+        return f"{self.scratch}/certs"
+
+    @property
+    def downloads(self) -> str:
+        return f"{self.scratch}/downloads"
+
+    def impl_dir(self, impl: str) -> str:
+        return f"{self.impl_root}/{impl}"
+
+    # -- helpers -------------------------------------------------------------------------------
+    def run(self, argv: list[str], timeout: float | None = None, **kw: object):  # type: ignore[no-untyped-def]
+        """Shorthand for ``executor.run`` with the node's default command timeout."""
+        return self.executor.run(argv, timeout=timeout or self.command_timeout, **kw)  # type: ignore[arg-type]
+
+    def preflight(self, need_bytes: int, where: str) -> None:
+        """Check tools and free space in ``where`` (created if missing)."""
+        missing = self.run(["sh", "-c", 'for t in "$@"; do command -v "$t" >/dev/null || '
+                            'echo "$t"; done', "check", *REQUIRED_TOOLS]).stdout.split()
+        if missing:
+            raise PreflightError(f"{self.name}: missing tools: {', '.join(missing)}")
+        self.run(["mkdir", "-p", where, self.cfg.workdir])
+        avail = int(self.run(["df", "-B1", "--output=avail", where]).stdout.split()[-1])
+        if avail < need_bytes:
+            raise PreflightError(
+                f"{self.name}: {where} has {format_iec(avail)} free, the campaign needs "
+                f"{format_iec(need_bytes)} (lower file_size or free space)")
+
+    def collect_facts(self) -> dict[str, str]:
+        """Basic host facts: kernel, CPU model, cores, hostname."""
+        script = (
+            'echo "kernel=$(uname -r)"; echo "hostname=$(uname -n)"; echo "cores=$(nproc)"; '
+            "echo \"cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)\""
+        )
+        out = self.run(["sh", "-c", script]).stdout
+        self.facts = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        return self.facts
+
+    def install(self, meta: ImplementationMeta, timeout: float) -> str | None:
+        """Upload an implementation, run its ``setup`` (cached by the script), return version."""
+        target = self.impl_dir(meta.name)
+        self.run(["rm", "-rf", target])
+        self.executor.put_dir(meta.path, target)
+        env = {"ROLE": self.cfg.role, "SETUP_DIR": self.setup_dir}
+        self.run(["mkdir", "-p", self.setup_dir])
+        try:
+            self.run([f"{target}/setup"], timeout=timeout, env=env, cwd=target)
+        except CommandFailed as exc:
+            raise PreflightError(f"{self.name}: setup of {meta.name} failed: "
+                                 f"{exc.result.stderr.strip()[-500:]}") from None
+        if meta.has_script("version"):
+            res = self.run([f"{target}/version"], env=env, cwd=target, check=False)
+            if res.ok and res.stdout.strip():
+                return res.stdout.strip().splitlines()[0]
+        return None
+
+    def script_env(self, meta: ImplementationMeta, base: Mapping[str, str],
+                   params: Mapping[str, object]) -> dict[str, str]:
+        """Contract environment for one script call on this node."""
+        return {**base, "ROLE": self.cfg.role, "SETUP_DIR": self.setup_dir,
+                **meta.param_env(dict(params))}
+
+    def generate_file(self, name: str, size: int, timeout: float) -> str:
+        """Create ``size`` random bytes at ``<www>/<name>``; return its SHA-256."""
+        path = f"{self.www}/{name}"
+        self.run(["mkdir", "-p", self.www])
+        self.run(["sh", "-c", 'head -c "$1" /dev/urandom >"$0"', path, str(size)],
+                 timeout=timeout)
+        return self.sha256(path, timeout)
+
+    def sha256(self, path: str, timeout: float) -> str:
+        """SHA-256 of a file on the node, computed on the node."""
+        return self.run(["sha256sum", "--", path], timeout=timeout).stdout.split()[0]
+
+    def make_certificate(self, ip: str) -> bytes:
+        """Create a self-signed certificate for ``ip``; return the PEM certificate."""
+        self.run(["mkdir", "-p", self.certs])
+        self.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                  "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30", "-subj", "/CN=qir",
+                  "-addext", f"subjectAltName=IP:{ip}", "-keyout", f"{self.certs}/priv.key",
+                  "-out", f"{self.certs}/cert.pem"])
+        return self.executor.read_bytes(f"{self.certs}/cert.pem")
+
+    def install_ca(self, pem: bytes) -> None:
+        """Place the server certificate as ``ca.pem`` for the client to verify against."""
+        self.run(["mkdir", "-p", self.certs])
+        self.executor.write_bytes(f"{self.certs}/ca.pem", pem)
+
+    def fetch_dir(self, remote: str, local: Path) -> list[str]:
+        """Copy the regular files of a remote directory tree into ``local``."""
+        res = self.run(["find", remote, "-type", "f", "-printf", "%P\\n"], check=False)
+        names = [n for n in res.stdout.splitlines() if n] if res.ok else []
+        for rel in names:
+            dest = local / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            self.executor.get(f"{remote}/{rel}", dest)
+        return names
+
+    def cleanup(self, keep_files: bool) -> None:
+        """Remove this campaign's scratch files (unless kept) and run directories."""
+        paths = [self.runs_dir] + ([] if keep_files else [self.scratch])
+        try:
+            self.run(["rm", "-rf", "--", *paths])
+            self.run(["sh", "-c", 'rmdir "$@" 2>/dev/null || true', "rmdir",
+                      f"{self.cfg.workdir}/runs"])
+        except ExecutorError:
+            pass
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.executor.close()
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {shlex.quote(self.cfg.ssh.host)})"

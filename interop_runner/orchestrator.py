@@ -1,0 +1,273 @@
+"""One measurement (attempt): start server, wait until ready, time the client, verify, clean up.
+
+The start and end timestamps are taken on the client node by a small bash wrapper around the
+client process (``$EPOCHREALTIME``, no fork), so SSH latency never enters the goodput.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .executor import Background, CommandTimeout, ExecutorError
+from .implementations import EXIT_UNSUPPORTED, ImplementationMeta
+from .nodes import Node
+from .store import RunRecord, Side, utc_now
+from .units import goodput_mbps
+
+# Client wrapper: $0 stdout file, $1 stderr file, rest = command. Prints one JSON line.
+_TIMED = (
+    'o=$0; e=$1; shift 2; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e"; rc=$?; '
+    'f=$EPOCHREALTIME; printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' '
+    '"$s" "$f" "$rc"; exit 0'
+)
+# Wait until the server listens on the port or its process has exited.
+_READY = (
+    'exitf=$0; flag=$1; port=$2; '
+    'while :; do '
+    '  if [ -e "$exitf" ]; then echo "exited $(cat "$exitf")"; exit 0; fi; '
+    '  if [ -n "$(ss -H "$flag" "sport = :$port")" ]; then echo ready; exit 0; fi; '
+    '  sleep 0.005; '
+    'done'
+)
+_VERIFY = 'if [ -f "$0" ]; then stat -c %s -- "$0"; sha256sum -- "$0"; else echo missing; fi'
+
+
+@dataclass
+class AttemptPlan:
+    """Everything one attempt needs, prepared by the campaign."""
+
+    campaign_id: str
+    testbed: str
+    testcase: str
+    repetition: int
+    attempt: int
+    server_meta: ImplementationMeta
+    client_meta: ImplementationMeta
+    server_version: str | None
+    client_version: str | None
+    server_params: dict[str, Any]
+    client_params: dict[str, Any]
+    alpn: str | None
+    port: int
+    file_name: str
+    file_size: int
+    file_sha256: str
+    client_timeout: float
+    server_ready_timeout: float
+    keylog: bool = False
+    qlog: bool = False
+    monitors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pair(self) -> str:
+        return f"{self.server_meta.name}_{self.client_meta.name}"
+
+
+def _side(meta: ImplementationMeta, version: str | None, node: Node,
+          params: dict[str, Any]) -> Side:
+    return Side(implementation=meta.name, version=version, source_hash=meta.source_hash(),
+                node=node.name, params=dict(params))
+
+
+def _tail(text: str, n: int = 300) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:n] if lines else ""
+
+
+def unsupported_record(plan: AttemptPlan, server: Node, client: Node, reason: str) -> RunRecord:
+    """A record for a pair that cannot run at all (e.g. no common protocol)."""
+    now = utc_now()
+    return RunRecord(
+        campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
+        attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
+        server=_side(plan.server_meta, plan.server_version, server, plan.server_params),
+        client=_side(plan.client_meta, plan.client_version, client, plan.client_params),
+        status="unsupported", reason=reason, file_size=plan.file_size,
+        sha256_expected=plan.file_sha256, started_at=now, finished_at=now,
+        monitors=dict(plan.monitors),
+    )
+
+
+class Attempt:
+    """Runs one attempt and always leaves both nodes clean (also on Ctrl-C)."""
+
+    def __init__(self, plan: AttemptPlan, server: Node, client: Node, out_dir: Path) -> None:
+        self.plan, self.server, self.client, self.out_dir = plan, server, client, out_dir
+        self.record = RunRecord(
+            campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
+            attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
+            server=_side(plan.server_meta, plan.server_version, server, plan.server_params),
+            client=_side(plan.client_meta, plan.client_version, client, plan.client_params),
+            file_size=plan.file_size, sha256_expected=plan.file_sha256,
+            monitors=dict(plan.monitors),
+        )
+        rel = f"{plan.pair}/{plan.testcase}/{plan.repetition}/attempt-{plan.attempt}"
+        self.server_logs = f"{server.runs_dir}/{rel}/server"
+        self.client_logs = f"{client.runs_dir}/{rel}/client"
+        self._server_proc: Background | None = None
+        self.interrupted = False
+
+    # -- environment ---------------------------------------------------------------------------
+    def _env(self, node: Node, logs: str, meta: ImplementationMeta,
+             params: dict[str, Any]) -> dict[str, str]:
+        p = self.plan
+        server_ip = self.server.cfg.ip
+        host = f"[{server_ip}]" if ":" in server_ip else server_ip
+        base = {
+            "TESTCASE": p.testcase, "IP": server_ip, "PORT": str(p.port), "ALPN": p.alpn or "",
+            "CERTS": node.certs, "LOGS": logs,
+            "SSLKEYLOGFILE": f"{logs}/keys.log" if p.keylog else "",
+            "QLOGDIR": f"{logs}/qlog" if p.qlog else "",
+        }
+        if node.cfg.role == "server":
+            base["WWW"] = node.www
+        else:
+            base["DOWNLOADS"] = node.downloads
+            base["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
+        return node.script_env(meta, base, params)
+
+    # -- phases --------------------------------------------------------------------------------
+    def run(self) -> RunRecord:
+        """Run the attempt; return its record (status ok/failed/unsupported/timeout).
+
+        An interrupt is recorded as a failed attempt and flagged in ``self.interrupted``; the
+        caller stores the record and then stops.
+        """
+        rec, p = self.record, self.plan
+        rec.started_at = utc_now()
+        senv = self._env(self.server, self.server_logs, p.server_meta, p.server_params)
+        cenv = self._env(self.client, self.client_logs, p.client_meta, p.client_params)
+        try:
+            self.server.run(["mkdir", "-p", self.server_logs])
+            self.client.run(["mkdir", "-p", self.client_logs, self.client.downloads])
+            if self._script(self.server, p.server_meta, "pre", senv) and \
+                    self._script(self.client, p.client_meta, "pre", cenv) and \
+                    self._start_server(senv):
+                self._run_client(cenv)
+        except CommandTimeout as exc:
+            rec.status, rec.reason = "timeout", str(exc)
+        except ExecutorError as exc:
+            rec.status, rec.reason = "failed", f"runner: {exc}"
+        except KeyboardInterrupt:
+            rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
+            self.interrupted = True
+        finally:
+            self._finish(senv, cenv)
+        rec.finished_at = utc_now()
+        return rec
+
+    def _script(self, node: Node, meta: ImplementationMeta, script: str,
+                env: dict[str, str]) -> bool:
+        if not meta.has_script(script):
+            return True
+        d = node.impl_dir(meta.name)
+        logs = env["LOGS"]
+        res = node.run(["sh", "-c", 'exec "$@" >"$0" 2>&1', f"{logs}/{script}.log",
+                        f"{d}/{script}"], env=env, cwd=d, check=False)
+        if res.exit_code == 0:
+            return True
+        if script == "post":
+            self.record.warnings.append(f"{node.name}: post exited {res.exit_code}")
+            return True
+        self._fail_exit(f"{node.cfg.role} {script}", res.exit_code, "")
+        return False
+
+    def _fail_exit(self, what: str, code: int, stderr: str) -> None:
+        rec = self.record
+        if code == EXIT_UNSUPPORTED:
+            rec.status, rec.reason = "unsupported", f"{what} exited 127 (unsupported)"
+        else:
+            rec.status, rec.reason = "failed", f"{what} exited {code}"
+        if stderr:
+            rec.reason += f": {_tail(stderr)}"
+
+    def _start_server(self, env: dict[str, str]) -> bool:
+        p, node = self.plan, self.server
+        d = node.impl_dir(p.server_meta.name)
+        self._server_proc = node.executor.start(
+            [f"{d}/run-server"], stdout=f"{self.server_logs}/server.stdout.log",
+            stderr=f"{self.server_logs}/server.stderr.log", env=env, cwd=d)
+        flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
+        try:
+            res = node.run(["sh", "-c", _READY, self._server_proc.exit_file, flag, str(p.port)],
+                           timeout=p.server_ready_timeout)
+        except CommandTimeout:
+            self.record.status = "failed"
+            self.record.reason = f"server not listening on port {p.port} after " \
+                                 f"{p.server_ready_timeout:g} s"
+            return False
+        state = res.stdout.strip()
+        if state.startswith("exited"):
+            code = int(state.split()[1])
+            err = node.run(["cat", f"{self.server_logs}/server.stderr.log"], check=False).stdout
+            self.record.server.exit_code = code
+            self._fail_exit("server", code, err)
+            return False
+        return True
+
+    def _run_client(self, env: dict[str, str]) -> None:
+        p, node, rec = self.plan, self.client, self.record
+        d = node.impl_dir(p.client_meta.name)
+        try:
+            res = node.run(["bash", "-c", _TIMED, f"{self.client_logs}/client.stdout.log",
+                            f"{self.client_logs}/client.stderr.log", f"{d}/run-client"],
+                           timeout=p.client_timeout, env=env, cwd=d)
+        except CommandTimeout:
+            rec.status = "timeout"
+            rec.reason = f"client did not finish within {p.client_timeout:g} s"
+            return
+        timing = json.loads(res.stdout.strip().splitlines()[-1])
+        rec.start_ns = int(timing["start_us"].replace(".", "").replace(",", "")) * 1000
+        rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
+        rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
+        rec.client.exit_code = int(timing["exit_code"])
+        if rec.client.exit_code != 0:
+            err = node.run(["cat", f"{self.client_logs}/client.stderr.log"], check=False).stdout
+            self._fail_exit("client", rec.client.exit_code, err)
+            return
+        self._verify()
+
+    def _verify(self) -> None:
+        p, rec = self.plan, self.record
+        path = f"{self.client.downloads}/{p.file_name}"
+        out = self.client.run(["sh", "-c", _VERIFY, path],
+                              timeout=max(60.0, p.file_size / 100e6)).stdout.split()
+        if out == ["missing"]:
+            rec.status, rec.reason = "failed", f"client exited 0 but {p.file_name} is missing"
+            return
+        rec.bytes_received, rec.sha256_received = int(out[0]), out[1]
+        rec.hash_ok = rec.sha256_received == p.file_sha256
+        if rec.bytes_received != p.file_size:
+            rec.status = "failed"
+            rec.reason = f"size mismatch: expected {p.file_size} bytes, got {rec.bytes_received}"
+        elif not rec.hash_ok:
+            rec.status = "failed"
+            rec.reason = f"sha256 mismatch: expected {p.file_sha256}, got {rec.sha256_received}"
+        else:
+            assert rec.duration_s is not None
+            rec.status, rec.reason = "ok", None
+            rec.goodput_mbps = goodput_mbps(p.file_size, rec.duration_s)
+
+    def _finish(self, senv: dict[str, str], cenv: dict[str, str]) -> None:
+        """Stop the server, run post scripts, fetch logs, remove per-attempt files."""
+        p = self.plan
+        try:
+            if self._server_proc is not None:
+                code = self.server.executor.stop(self._server_proc, grace=5)
+                if self.record.server.exit_code is None:
+                    self.record.server.exit_code = code
+            self._script(self.server, p.server_meta, "post", senv)
+            self._script(self.client, p.client_meta, "post", cenv)
+        finally:
+            for node, logs, sub in ((self.server, self.server_logs, "server"),
+                                    (self.client, self.client_logs, "client")):
+                try:
+                    node.fetch_dir(logs, self.out_dir / sub)
+                except (ExecutorError, OSError) as exc:
+                    self.record.warnings.append(f"{node.name}: could not fetch logs: {exc}")
+            self.client.run(["rm", "-rf", "--", f"{self.client.downloads}/{p.file_name}",
+                             self.client_logs], check=False)
+            self.server.run(["rm", "-rf", "--", self.server_logs], check=False)

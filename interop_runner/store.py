@@ -1,0 +1,162 @@
+"""The results layout and its records.
+
+::
+
+    results/<campaign-id>/
+        campaign.json
+        <server>_<client>/<testcase>/<repetition>/attempt-<n>/
+            run.json
+            server/   (logs of the server side)
+            client/   (logs of the client side)
+
+``run.json`` and ``campaign.json`` are written atomically (temp file, fsync, rename). Run
+records are never replaced: writing one where one exists is an error. A campaign id is unique,
+so an existing campaign directory is never reused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+SCHEMA_VERSION = 1
+Status = Literal["ok", "failed", "unsupported", "timeout"]
+STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
+
+
+class StoreError(Exception):
+    """The results directory cannot be written as asked."""
+
+
+@dataclass
+class Side:
+    """One side of a pair as it ran."""
+
+    implementation: str
+    version: str | None = None
+    source_hash: str | None = None
+    node: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    exit_code: int | None = None
+
+
+@dataclass
+class RunRecord:
+    """Everything known about one attempt. Unmeasured values stay None, never 0."""
+
+    campaign: str
+    testcase: str
+    repetition: int
+    attempt: int
+    server: Side
+    client: Side
+    status: Status = "failed"
+    reason: str | None = None
+    alpn: str | None = None
+    file_size: int | None = None
+    bytes_received: int | None = None
+    sha256_expected: str | None = None
+    sha256_received: str | None = None
+    hash_ok: bool | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    duration_s: float | None = None
+    goodput_mbps: float | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    testbed: str | None = None
+    monitors: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict."""
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "RunRecord":
+        """Rebuild a record from ``run.json`` contents."""
+        data = dict(data)
+        data["server"] = Side(**data["server"])
+        data["client"] = Side(**data["client"])
+        return RunRecord(**data)
+
+
+def utc_now() -> str:
+    """The current UTC time in ISO 8601 (management node clock, for bookkeeping only)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def write_json_atomic(path: Path, data: Any, *, overwrite: bool = False) -> None:
+    """Write JSON to ``path`` atomically; without ``overwrite`` an existing file is an error."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # fails if path exists: no silent overwrite
+            except FileExistsError:
+                raise StoreError(f"{path}: already exists, refusing to overwrite") from None
+            os.unlink(tmp)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def new_campaign_dir(results_root: Path, name: str, now: datetime | None = None) -> Path:
+    """Create a fresh, uniquely named campaign directory ``<name>_<UTC timestamp>[-k]``."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    results_root.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 1000):
+        candidate = results_root / (f"{name}_{stamp}" + ("" if k == 1 else f"-{k}"))
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise StoreError(f"{results_root}: cannot find a free campaign directory name for {name}")
+
+
+def attempt_dir(campaign_dir: Path, server: str, client: str, testcase: str,
+                repetition: int, attempt: int) -> Path:
+    """Directory of one attempt (not created)."""
+    return campaign_dir / f"{server}_{client}" / testcase / str(repetition) / f"attempt-{attempt}"
+
+
+def next_attempt(campaign_dir: Path, server: str, client: str, testcase: str,
+                 repetition: int) -> int:
+    """The number of the next attempt for a repetition (1 when none is stored)."""
+    rep = campaign_dir / f"{server}_{client}" / testcase / str(repetition)
+    used = [int(p.name.split("-", 1)[1]) for p in rep.glob("attempt-*")
+            if p.name.split("-", 1)[1].isdigit()] if rep.is_dir() else []
+    return max(used, default=0) + 1
+
+
+def write_run(directory: Path, record: RunRecord) -> Path:
+    """Store a run record as ``run.json`` in its attempt directory; never overwrites."""
+    path = directory / "run.json"
+    write_json_atomic(path, record.to_dict())
+    return path
+
+
+def iter_run_files(root: Path) -> Iterator[Path]:
+    """Every ``run.json`` below ``root`` (a campaign or a results directory), sorted."""
+    yield from sorted(root.rglob("run.json"))
+
+
+def read_run(path: Path) -> dict[str, Any]:
+    """Read one ``run.json``."""
+    return json.loads(path.read_text())

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Install what the management node and the local testbed need, idempotently:
+# Debian packages, the Python venv (.venv) from requirements.txt, and the Go modules of the
+# implementations (so nodes without internet, such as the local namespaces, can build offline).
+# Usage: pos_scripts/install.sh            (as root on Debian 12)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
+          coreutils openssl python3 python3-venv git shellcheck ca-certificates)
+GO_MIN_MINOR=26
+
+log() { printf '[install] %s\n' "$*" >&2; }
+die() { printf 'install: %s\n' "$*" >&2; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || die "must run as root (it installs Debian packages)"
+command -v apt-get >/dev/null || die "apt-get not found: this script supports Debian 12"
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ $status == "install ok installed" ]] || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian starts nginx/ssh after install where systemd runs; the runner starts its own instances.
+
+# Go toolchain for quic-go (needs Go >= 1.$GO_MIN_MINOR).
+go_bin=$(command -v go || true)
+[[ -n $go_bin ]] || go_bin=/usr/local/go/bin/go
+if [[ ! -x $go_bin ]]; then
+  log "Go not found: installing Debian's golang-go"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
+  go_bin=$(command -v go)
+fi
+go_minor=$("$go_bin" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+if ((go_minor < GO_MIN_MINOR)); then
+  die "Go $("$go_bin" env GOVERSION) is too old: quic-go needs go1.$GO_MIN_MINOR or newer on PATH or in /usr/local/go"
+fi
+
+log "Python environment: $ROOT/.venv"
+if [[ ! -x $ROOT/.venv/bin/python ]]; then
+  python3 -m venv "$ROOT/.venv"
+fi
+"$ROOT/.venv/bin/pip" install -q -r "$ROOT/requirements.txt"
+
+log "Go modules for implementations (offline builds on the nodes)"
+for gomod in "$ROOT"/implementations/*/go.mod; do
+  [[ -e $gomod ]] || continue
+  (cd "$(dirname "$gomod")" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$go_bin" mod download)
+done
+log "done"

@@ -1,0 +1,138 @@
+"""Config validation: every bad case names its key path in one line."""
+
+from pathlib import Path
+
+import pytest
+
+from interop_runner.cli import main
+from interop_runner.config import DEFAULT_FILE_SIZE, ConfigError, load_campaign, load_testbed
+
+from .conftest import TESTBED_FILE, write
+
+GOOD = """name: t1
+servers: [quic-go]
+clients: [quic-go, tcp-tls]
+repetitions: 3
+file_size: 50MiB
+"""
+
+
+def errors_of(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_campaign(path)
+    return info.value.lines
+
+
+def test_good_config_defaults(campaign_file):
+    cfg, testbed = load_campaign(campaign_file(GOOD))
+    assert cfg.file_size == 50 * 2**20
+    assert cfg.repetitions == 3
+    assert [(p.server, p.client) for p in cfg.pair_list()] == [
+        ("quic-go", "quic-go"), ("quic-go", "tcp-tls")]
+    assert testbed.name == "local"
+    assert testbed.node("server")[1].ip == "198.19.0.1"
+
+
+def test_default_file_size_is_8_gib(campaign_file):
+    cfg, _ = load_campaign(campaign_file("name: x\nservers: [quic-go]\nclients: [quic-go]\n"))
+    assert cfg.file_size == DEFAULT_FILE_SIZE == 8 * 2**30
+    assert cfg.client_timeout() == pytest.approx(60 + 8 * 2**30 * 8 / 50e6)
+
+
+@pytest.mark.parametrize("body,expected", [
+    (GOOD + "repetitons: 4\n", "c.yml: repetitons: unknown key 'repetitons' (did you mean 'repetitions'?)"),
+    (GOOD.replace("repetitions: 3", "repetitions: three"), "c.yml: repetitions: "),
+    (GOOD.replace("[quic-go, tcp-tls]", "[quic-go, quic-goo]"),
+     "c.yml: clients[1]: unknown implementation 'quic-goo'"),
+    (GOOD + "timeouts: {clinet: 3}\n", "c.yml: timeouts.clinet: unknown key 'clinet' (did you mean 'client'?)"),
+    (GOOD + "file_size: 8 gigs\n", None),  # duplicate key: YAML keeps the last; checked below
+    (GOOD.replace("file_size: 50MiB", "file_size: 8 gigs"), "c.yml: file_size: cannot parse size"),
+    (GOOD + "server_params: {quic-go: {gso: maybe}}\n",
+     "c.yml: server_params.quic-go.gso: expected true/false"),
+    (GOOD + "client_params: {quic-go: {buffer: 3}}\n",
+     "c.yml: client_params.quic-go.buffer: unknown parameter for quic-go"),
+    (GOOD + "monitors: [pidstat, tcpdumb]\n", "c.yml: monitors: unknown monitor 'tcpdumb'"),
+    (GOOD + "pairs: [{server: quic-go, clinet: tcp-tls}]\n", "c.yml: pairs[0].clinet: unknown key"),
+    ("name: x\nservers: [quic-go]\n", "c.yml: (top level): give `servers` and `clients`, or `pairs`"),
+    (GOOD.replace("name: t1", "name: 'bad name/'"), "c.yml: name: use letters"),
+    (GOOD + "port: 70000\n", "c.yml: port: "),
+])
+def test_bad_config_names_key(campaign_file, body, expected):
+    path = campaign_file(body)
+    if expected is None:
+        lines = errors_of(path)
+        assert any("file_size" in line for line in lines)
+        return
+    lines = errors_of(path)
+    assert any(line.endswith(expected) or line.startswith(str(path.parent / expected))
+               or expected in line for line in lines), lines
+    assert all("\n" not in line for line in lines)
+
+
+def test_missing_name_and_testbed(tmp_path):
+    path = write(tmp_path / "c.yml", "servers: [quic-go]\nclients: [quic-go]\n")
+    lines = errors_of(path)
+    assert f"{path}: name: required key is missing" in lines
+    assert f"{path}: testbed: required key is missing" in lines
+
+
+def test_testbed_file_missing(tmp_path):
+    path = write(tmp_path / "c.yml", "name: x\ntestbed: nowhere.yml\npairs: []\n")
+    assert errors_of(path) == [f"{path}: testbed: file not found: {tmp_path / 'nowhere.yml'}"]
+
+
+def test_yaml_syntax_error_has_line(tmp_path):
+    path = write(tmp_path / "c.yml", "name: x\nservers: [quic-go\n")
+    (line,) = errors_of(path)
+    assert line.startswith(f"{path}:") and "YAML syntax error" in line
+
+
+def test_not_a_mapping(tmp_path):
+    path = write(tmp_path / "c.yml", "- a\n- b\n")
+    assert errors_of(path) == [f"{path}: (top level): expected a mapping of keys"]
+
+
+def test_role_mismatch_and_params_for_unknown_impl(campaign_file):
+    lines = errors_of(campaign_file(GOOD + "server_params: {msquic: {x: 1}}\n"))
+    assert any("server_params.msquic: unknown implementation 'msquic'" in ln for ln in lines)
+
+
+def test_testbed_validation(tmp_path):
+    text = TESTBED_FILE.read_text()
+    bad = write(tmp_path / "tb.yml", text.replace("ip: 198.19.0.2", "ip: 198.19.0.999")
+                .replace("role: client", "role: server"))
+    with pytest.raises(ConfigError) as info:
+        load_testbed(bad)
+    joined = "\n".join(info.value.lines)
+    assert "nodes.client.ip:" in joined
+    shared = write(tmp_path / "tb2.yml", text.replace("/var/tmp/qir/client", "/var/tmp/qir/server"))
+    with pytest.raises(ConfigError) as info:
+        load_testbed(shared)
+    assert "must not share directories" in info.value.lines[0]
+    typo = write(tmp_path / "tb3.yml", text.replace("interface: data0", "interfce: data0", 1))
+    with pytest.raises(ConfigError) as info:
+        load_testbed(typo)
+    assert any("nodes.server.interfce: unknown key 'interfce' (did you mean 'interface'?)" in ln
+               for ln in info.value.lines)
+
+
+def test_jump_host_parses(tmp_path):
+    text = TESTBED_FILE.read_text().replace(
+        "user: root, key:", "user: root, jump: {host: bastion.example, user: me}, key:", 1)
+    tb = load_testbed(write(tmp_path / "tb.yml", text))
+    assert tb.node("server")[1].ssh.jump.host == "bastion.example"
+
+
+def test_cli_validate_exit_codes(campaign_file, capsys):
+    assert main(["validate", str(campaign_file(GOOD))]) == 0
+    assert "2 pair(s) x 3 repetition(s)" in capsys.readouterr().out
+    bad = campaign_file(GOOD + "repetitons: 4\n", name="bad.yml")
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {bad}: repetitons: unknown key 'repetitons' (did you mean 'repetitions'?)"]
+
+
+def test_shipped_configs_validate():
+    root = Path(__file__).resolve().parent.parent / "configs"
+    for path in sorted(root.glob("*.yml")):
+        load_campaign(path)

@@ -1,0 +1,89 @@
+"""LocalExecutor: same interface as the SSH executor (the SSH one is covered by the
+integration tests on the namespace testbed)."""
+
+import os
+import time
+
+import pytest
+
+from interop_runner.executor import CommandFailed, CommandTimeout, LocalExecutor
+
+
+@pytest.fixture
+def ex():
+    return LocalExecutor("t")
+
+
+def test_run_argv_is_not_shell_interpreted(ex, tmp_path):
+    res = ex.run(["echo", "$HOME; rm -rf /", "a b"], timeout=5)
+    assert res.ok and res.stdout == "$HOME; rm -rf / a b\n"
+    assert res.stderr == ""  # the process-group marker is stripped
+
+
+def test_env_and_cwd(ex, tmp_path):
+    res = ex.run(["sh", "-c", 'echo "$FOO $(pwd)"'], timeout=5, env={"FOO": "x y"},
+                 cwd=str(tmp_path))
+    assert res.stdout.strip() == f"x y {tmp_path}"
+
+
+def test_exit_code_and_check(ex):
+    res = ex.run(["sh", "-c", "echo oops >&2; exit 3"], timeout=5, check=False)
+    assert res.exit_code == 3 and res.stderr.strip() == "oops"
+    with pytest.raises(CommandFailed, match="exited 3: oops"):
+        ex.run(["sh", "-c", "echo oops >&2; exit 3"], timeout=5)
+
+
+def test_timeout_kills_process_group(ex, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    t0 = time.monotonic()
+    with pytest.raises(CommandTimeout):
+        ex.run(["sh", "-c", f'sleep 30 & echo $! > {pidfile}; wait'], timeout=0.5)
+    assert time.monotonic() - t0 < 5
+    child = int(pidfile.read_text())
+    time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{child}") or \
+        open(f"/proc/{child}/stat").read().split()[2] == "Z"
+
+
+def test_background_start_wait_stop(ex, tmp_path):
+    out, err = str(tmp_path / "o"), str(tmp_path / "e")
+    proc = ex.start(["sh", "-c", "echo hi; echo ho >&2; exit 5"], stdout=out, stderr=err)
+    assert proc.pgid > 1
+    assert ex.wait(proc, timeout=5) == 5
+    assert open(out).read() == "hi\n" and open(err).read() == "ho\n"
+    assert ex.poll(proc) == 5
+
+    proc = ex.start(["sh", "-c", "sleep 60 & sleep 60"], stdout=out, stderr=err)
+    assert ex.poll(proc) is None and ex.alive(proc)
+    with pytest.raises(CommandTimeout):
+        ex.wait(proc, timeout=0.3)
+    ex.stop(proc, grace=2)
+    assert not ex.alive(proc)  # the whole group, including the grandchild, is gone
+
+
+def test_stop_escalates_to_kill(ex, tmp_path):
+    out = str(tmp_path / "o")
+    proc = ex.start(["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"], stdout=out,
+                    stderr=out + ".err")
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    ex.stop(proc, grace=1)
+    assert not ex.alive(proc)
+    assert 0.9 < time.monotonic() - t0 < 5
+
+
+def test_files(ex, tmp_path):
+    ex.write_text(str(tmp_path / "f"), "hello", mode=0o600)
+    assert ex.read_text(str(tmp_path / "f")) == "hello"
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o600
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "x.sh").write_text("#!/bin/sh\n")
+    (src / "sub" / "x.sh").chmod(0o755)
+    ex.put_dir(src, str(tmp_path / "dst"))
+    assert (tmp_path / "dst" / "sub" / "x.sh").stat().st_mode & 0o111
+
+
+def test_bad_env_name(ex):
+    with pytest.raises(ValueError):
+        ex.run(["true"], timeout=5, env={"A=B": "x"})

@@ -1,0 +1,101 @@
+"""Implementation registry and the environment contract handed to the scripts."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from interop_runner.config import NodeConfig, SSHConfig
+from interop_runner.executor import LocalExecutor
+from interop_runner.implementations import (IMPLEMENTATIONS_DIR, ParameterSpec, common_alpn,
+                                            load_registry)
+from interop_runner.nodes import Node
+from interop_runner.orchestrator import Attempt, AttemptPlan
+
+CONTRACT_SERVER = {"ROLE", "TESTCASE", "IP", "PORT", "ALPN", "WWW", "CERTS", "LOGS",
+                   "SSLKEYLOGFILE", "QLOGDIR", "SETUP_DIR"}
+CONTRACT_CLIENT = CONTRACT_SERVER - {"WWW"} | {"REQUESTS", "DOWNLOADS"}
+
+
+def test_registry_has_both_implementations():
+    reg = load_registry()
+    assert {"quic-go", "tcp-tls"} <= set(reg)
+    assert reg["quic-go"].alpns[0] == "h3" and reg["quic-go"].ready == "udp"
+    assert reg["tcp-tls"].alpns == ["http/1.1"] and reg["tcp-tls"].ready == "tcp"
+    for meta in reg.values():
+        for script in ("setup", "run-server", "run-client"):
+            path = meta.path / script
+            assert path.is_file() and os.access(path, os.X_OK), path
+        assert len(meta.source_hash()) == 64
+
+
+def test_common_alpn():
+    reg = load_registry()
+    assert common_alpn(reg["quic-go"], reg["quic-go"]) == "h3"
+    assert common_alpn(reg["tcp-tls"], reg["tcp-tls"]) == "http/1.1"
+    assert common_alpn(reg["quic-go"], reg["tcp-tls"]) is None
+
+
+@pytest.mark.parametrize("spec,value,env", [
+    ({"type": "bool"}, False, "0"), ({"type": "bool"}, True, "1"),
+    ({"type": "int"}, 7, "7"), ({"type": "bytes"}, "4MiB", "4194304"),
+    ({"type": "str", "choices": ["cubic", "reno"]}, "reno", "reno"),
+])
+def test_parameter_rendering(spec, value, env):
+    assert ParameterSpec(**spec).to_env(value) == env
+
+
+@pytest.mark.parametrize("spec,value", [
+    ({"type": "bool"}, "yes"), ({"type": "int"}, True), ({"type": "int"}, "3"),
+    ({"type": "str", "choices": ["cubic"]}, "bbr"), ({"type": "bytes"}, "lots"),
+])
+def test_parameter_rejects(spec, value):
+    with pytest.raises(ValueError):
+        ParameterSpec(**spec).to_env(value)
+
+
+def _node(role: str, tmp: Path) -> Node:
+    cfg = NodeConfig(role=role, ssh=SSHConfig(host="h"), interface="data0",
+                     ip="198.19.0.1" if role == "server" else "198.19.0.2",
+                     workdir=f"{tmp}/{role}/work", tmpdir=f"{tmp}/{role}/tmp")
+    return Node(role, cfg, LocalExecutor(role), "camp_1")
+
+
+def test_env_contract(tmp_path):
+    reg = load_registry()
+    plan = AttemptPlan(
+        campaign_id="camp_1", testbed="local", testcase="goodput", repetition=2, attempt=1,
+        server_meta=reg["quic-go"], client_meta=reg["quic-go"], server_version="v",
+        client_version="v", server_params={"gso": False}, client_params={}, alpn="h3",
+        port=4433, file_name="goodput-10.bin", file_size=10, file_sha256="0" * 64,
+        client_timeout=10, server_ready_timeout=5, keylog=True)
+    server, client = _node("server", tmp_path), _node("client", tmp_path)
+    att = Attempt(plan, server, client, tmp_path / "out")
+    senv = att._env(server, att.server_logs, plan.server_meta, plan.server_params)
+    cenv = att._env(client, att.client_logs, plan.client_meta, plan.client_params)
+    assert CONTRACT_SERVER <= set(senv) and CONTRACT_CLIENT <= set(cenv)
+    assert senv["ROLE"] == "server" and cenv["ROLE"] == "client"
+    assert senv["IP"] == cenv["IP"] == "198.19.0.1"
+    assert senv["PARAM_GSO"] == "0" and "PARAM_GSO" not in cenv
+    assert cenv["REQUESTS"] == "https://198.19.0.1:4433/goodput-10.bin"
+    assert senv["WWW"] == f"{tmp_path}/server/tmp/camp_1/www"
+    assert cenv["DOWNLOADS"] == f"{tmp_path}/client/tmp/camp_1/downloads"
+    assert senv["SSLKEYLOGFILE"].endswith("/server/keys.log") and senv["QLOGDIR"] == ""
+    assert att.server_logs.startswith(f"{tmp_path}/server/work/runs/camp_1/quic-go_quic-go/"
+                                      "goodput/2/attempt-1")
+    assert senv["SETUP_DIR"] == f"{tmp_path}/server/work/setup"
+
+
+def test_scripts_pass_shellcheck():
+    scripts = [p for p in IMPLEMENTATIONS_DIR.rglob("*") if p.is_file() and os.access(p, os.X_OK)
+               and p.read_bytes().startswith(b"#!/usr/bin/env bash")]
+    root = IMPLEMENTATIONS_DIR.parent
+    scripts += [p for p in (root / "pos_scripts").glob("*.sh")]
+    assert len(scripts) >= 6
+    for script in scripts:
+        text = script.read_text()
+        assert "set -euo pipefail" in text, script
+    res = subprocess.run(["shellcheck", "-x", *map(str, scripts)], capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stdout
