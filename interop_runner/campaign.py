@@ -13,7 +13,7 @@ from . import __version__
 from .config import MONITORS, CampaignConfig, TestbedConfig
 from .executor import ExecutorError, LocalExecutor
 from .implementations import ImplementationMeta, common_alpn, load_registry
-from .nodes import Node, PreflightError
+from .nodes import Node
 from .orchestrator import Attempt, AttemptPlan, unsupported_record
 from .store import (RunRecord, attempt_dir, new_campaign_dir, next_attempt, utc_now,
                     write_json_atomic, write_run)
@@ -142,7 +142,7 @@ class Campaign:
                 meta["status"] = "interrupted"
                 result.interrupted = True
                 raise
-            except (ExecutorError, PreflightError) as exc:
+            except Exception as exc:
                 meta["status"] = f"aborted: {exc}"
                 raise
             finally:
@@ -211,15 +211,15 @@ class Campaign:
                     plan, server, client,
                     f"no common protocol: server speaks {', '.join(smeta.alpns)}, "
                     f"client speaks {', '.join(cmeta.alpns)}")
-                interrupted = False
+                abort = None
             else:
                 attempt_run = Attempt(plan, server, client, out)
                 record = attempt_run.run()
-                interrupted = attempt_run.interrupted
+                abort = attempt_run.abort
             write_run(out, record)
             result.records.append(record)
-            if interrupted:
-                raise KeyboardInterrupt("campaign interrupted")
+            if abort is not None:
+                raise abort
             if on_record is not None:
                 on_record(record)
 

@@ -210,17 +210,30 @@ def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) ->
 def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """Field names of the (sub)model at ``loc``, for 'did you mean' hints."""
     current: Any = model
+    skip_next = False  # the next loc part is a dict key or list index, not a field
     for part in loc:
-        if isinstance(part, int) or current is None:
+        if skip_next or isinstance(part, int):
+            skip_next = False
             continue
         fields = getattr(current, "model_fields", {})
-        if part in fields:
-            annotation = fields[part].annotation
-            current = next((a for a in getattr(annotation, "__args__", (annotation,))
-                            if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        else:
-            current = None
+        if part not in fields:
+            return []
+        annotation = fields[part].annotation
+        current, skip_next = _model_in(annotation)
     return list(getattr(current, "model_fields", {}).keys()) if current else []
+
+
+def _model_in(annotation: Any) -> tuple[Any, bool]:
+    """The pydantic model inside an annotation and whether it sits in a dict/list."""
+    args = getattr(annotation, "__args__", ())
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    origin = getattr(annotation, "__origin__", None)
+    for arg in args:
+        model, _ = _model_in(arg)
+        if model is not None:
+            return model, origin in (dict, list) or _model_in(arg)[1]
+    return None, False
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

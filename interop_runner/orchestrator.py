@@ -19,7 +19,7 @@ from .units import goodput_mbps
 
 # Client wrapper: $0 stdout file, $1 stderr file, rest = command. Prints one JSON line.
 _TIMED = (
-    'o=$0; e=$1; shift 2; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e"; rc=$?; '
+    'o=$0; e=$1; shift; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e"; rc=$?; '
     'f=$EPOCHREALTIME; printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' '
     '"$s" "$f" "$rc"; exit 0'
 )
@@ -108,7 +108,7 @@ class Attempt:
         self.server_logs = f"{server.runs_dir}/{rel}/server"
         self.client_logs = f"{client.runs_dir}/{rel}/client"
         self._server_proc: Background | None = None
-        self.interrupted = False
+        self.abort: BaseException | None = None
 
     # -- environment ---------------------------------------------------------------------------
     def _env(self, node: Node, logs: str, meta: ImplementationMeta,
@@ -133,8 +133,8 @@ class Attempt:
     def run(self) -> RunRecord:
         """Run the attempt; return its record (status ok/failed/unsupported/timeout).
 
-        An interrupt is recorded as a failed attempt and flagged in ``self.interrupted``; the
-        caller stores the record and then stops.
+        An interrupt or an unexpected error is recorded as a failed attempt and kept in
+        ``self.abort``; the caller stores the record and then re-raises it.
         """
         rec, p = self.record, self.plan
         rec.started_at = utc_now()
@@ -151,9 +151,12 @@ class Attempt:
             rec.status, rec.reason = "timeout", str(exc)
         except ExecutorError as exc:
             rec.status, rec.reason = "failed", f"runner: {exc}"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
-            self.interrupted = True
+            self.abort = exc
+        except Exception as exc:  # a runner bug: record it, then let the campaign stop
+            rec.status, rec.reason = "failed", f"runner error: {exc!r}"
+            self.abort = exc
         finally:
             self._finish(senv, cenv)
         rec.finished_at = utc_now()

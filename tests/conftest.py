@@ -37,3 +37,48 @@ needs_root_testbed = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("sshd", path="/usr/sbin:/usr/bin") is None,
     reason="integration tests need root and openssh-server (run pos_scripts/install.sh)",
 )
+
+
+@pytest.fixture(scope="session")
+def local_testbed():
+    """Bring the namespace testbed up for the session (down at the end if we brought it up)."""
+    if os.geteuid() != 0 or shutil.which("sshd", path="/usr/sbin:/usr/bin") is None:
+        pytest.skip("integration tests need root and openssh-server (pos_scripts/install.sh)")
+    from interop_runner.config import load_testbed
+    from interop_runner.testbeds import local
+
+    was_up = local.status().healthy
+    local.up()
+    yield load_testbed(TESTBED_FILE)
+    if not was_up:
+        local.down()
+
+
+def namespace_pids(namespace: str) -> set[int]:
+    """PIDs of all processes inside a network namespace, as seen from the root namespace."""
+    from interop_runner.executor import LocalExecutor
+
+    out = LocalExecutor().run(["ip", "netns", "pids", namespace], timeout=10).stdout
+    return {int(p) for p in out.split()}
+
+
+def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
+    """Processes in the namespace other than its sshd listener (waits for SSH sessions to end)."""
+    import time
+
+    from interop_runner.testbeds import local
+
+    node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
+    deadline = time.monotonic() + settle_s
+    while True:
+        sshd = local._sshd_pid(node)
+        others = []
+        for pid in namespace_pids(namespace) - {sshd}:
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            others.append(f"{pid}: {cmd.strip()}")
+        if not others or time.monotonic() > deadline:
+            return others
+        time.sleep(0.1)

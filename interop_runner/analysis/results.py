@@ -70,7 +70,8 @@ def load_results(*paths: Path | str) -> pd.DataFrame:
         if not root.exists():
             raise FileNotFoundError(f"{root}: no such results directory")
         rows += [_row(read_run(p), p) for p in iter_run_files(root)]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    # object first: int64 nanosecond timestamps must not pass through float64
+    frame = pd.DataFrame(rows, columns=list(COLUMNS), dtype=object)
     for col, dtype in COLUMNS.items():
         if dtype.startswith("datetime"):
             frame[col] = pd.to_datetime(frame[col], utc=True, format="ISO8601")

@@ -1,0 +1,1 @@
+"""Testbeds the runner can drive; :mod:`interop_runner.testbeds.local` builds one on this machine."""

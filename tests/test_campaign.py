@@ -1,0 +1,228 @@
+"""End to end on the real namespace testbed: real sshd, real quic-go and nginx/curl."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from interop_runner.analysis import load_results
+from interop_runner.campaign import Campaign
+from interop_runner.config import load_campaign
+from interop_runner.orchestrator import Attempt
+
+from .conftest import ROOT, TESTBED_FILE, namespace_pids, stray_processes, write
+
+SIZE = 50 * 2**20
+
+
+def campaign(tmp_path: Path, body: str, name: str = "c.yml") -> Path:
+    return write(tmp_path / name, f"testbed: {TESTBED_FILE}\n{body}")
+
+
+def assert_nodes_clean(testbed) -> None:
+    for ns in ("qir-server", "qir-client"):
+        assert stray_processes(ns) == [], f"processes left in {ns}"
+    for node in testbed.nodes.values():
+        leftovers = [p.name for p in Path(node.tmpdir).glob("*")] if Path(node.tmpdir).exists() \
+            else []
+        assert leftovers == [], f"scratch files left on {node.role}: {leftovers}"
+        runs = Path(node.workdir) / "runs"
+        assert not runs.exists() or list(runs.iterdir()) == []
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_end_to_end_quicgo_tcptls(tmp_path, local_testbed):
+    cfg = campaign(tmp_path, f"""name: e2e
+file_size: {SIZE}
+repetitions: 2
+keylog: true
+pairs:
+  - {{server: quic-go, client: quic-go}}
+  - {{server: tcp-tls, client: tcp-tls}}
+  - {{server: quic-go, client: tcp-tls}}
+""")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "median_mbps" in proc.stdout and "quic-go" in proc.stdout
+
+    (camp,) = (tmp_path / "results").iterdir()
+    df = load_results(camp)
+    assert len(df) == 6
+    ok = df[df["status"] == "ok"]
+    assert sorted(set(zip(ok["server"], ok["client"]))) == [("quic-go", "quic-go"),
+                                                             ("tcp-tls", "tcp-tls")]
+    assert len(ok) == 4
+    assert (ok["goodput_mbps"] > 0).all() and ok["hash_ok"].all()
+    assert (ok["bytes_received"] == SIZE).all()
+    assert (ok["end_ns"] > ok["start_ns"]).all()
+    expected_s = (ok["end_ns"] - ok["start_ns"]).astype("int64") / 1e9  # exact int64 maths
+    assert ok["duration_s"].astype(float).tolist() == pytest.approx(expected_s.tolist())
+    assert ok["goodput_mbps"].astype(float).tolist() == pytest.approx(
+        (8 * SIZE / ok["duration_s"].astype(float) / 1e6).tolist())
+    assert (ok["sha256_received"] == ok["sha256_expected"]).all()
+    assert set(ok["alpn"]) == {"h3", "http/1.1"}
+    assert set(ok.loc[ok["server"] == "quic-go", "server_version"]) == {"v0.65.0"}
+
+    unsup = df[df["status"] == "unsupported"]
+    assert len(unsup) == 2 and set(unsup["client"]) == {"tcp-tls"}
+    assert unsup["reason"].str.contains("no common protocol").all()
+    assert unsup["goodput_mbps"].isna().all()  # not measured: missing, never 0
+
+    run_json = camp / "quic-go_quic-go" / "goodput" / "1" / "attempt-1" / "run.json"
+    data = json.loads(run_json.read_text())
+    for key in ("schema_version", "status", "reason", "goodput_mbps", "duration_s",
+                "bytes_received", "hash_ok", "start_ns", "end_ns", "repetition", "attempt"):
+        assert key in data
+    assert data["server"]["implementation"] == "quic-go" and data["attempt"] == 1
+    assert len(data["server"]["source_hash"]) == 64
+    attempt = run_json.parent
+    assert (attempt / "server" / "server.stderr.log").exists()
+    assert (attempt / "client" / "client.stderr.log").exists()
+    assert (attempt / "client" / "keys.log").read_text().count("CLIENT_TRAFFIC_SECRET_0") >= 1
+
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"] == "finished" and meta["planned_runs"] == 6
+    assert meta["config"]["file_size"] == SIZE
+    assert len(meta["runner"]["commit"]) == 40 and isinstance(meta["runner"]["dirty"], bool)
+    for node in ("server", "client"):
+        facts = meta["hosts"][node]
+        assert facts["kernel"] and int(facts["cores"]) >= 1 and facts["cpu_model"]
+    assert meta["file"]["sha256"] == data["sha256_expected"]
+
+    # parse writes the same rows
+    out = tmp_path / "all.parquet"
+    parsed = run_cli("parse", str(camp), "-o", str(out))
+    assert parsed.returncode == 0, parsed.stderr
+    import pandas as pd
+
+    assert len(pd.read_parquet(out)) == 6
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_failing_client_is_recorded_and_next_repetition_runs(tmp_path, local_testbed,
+                                                             monkeypatch):
+    cfg_path = campaign(tmp_path, f"""name: failing
+file_size: 4MiB
+repetitions: 3
+timeouts: {{client: 4}}
+pairs:
+  - {{server: tcp-tls, client: tcp-tls}}
+  - {{server: quic-go, client: quic-go}}
+""")
+    real_env = Attempt._env
+
+    def wrong_port_on_rep1(self, node, logs, meta, params):
+        env = real_env(self, node, logs, meta, params)
+        if node.cfg.role == "client" and self.plan.repetition == 1:
+            env["REQUESTS"] = env["REQUESTS"].replace(":4433/", ":4999/")  # nothing listens
+        return env
+
+    monkeypatch.setattr(Attempt, "_env", wrong_port_on_rep1)
+    cfg, testbed = load_campaign(cfg_path)
+    result = Campaign(cfg, testbed, tmp_path / "results").execute()
+    df = load_results(result.directory)
+    assert len(df) == 6
+    by = {(r.server, r.repetition): r for r in df.itertuples()}
+    tcp1 = by[("tcp-tls", 1)]
+    assert tcp1.status == "failed" and tcp1.reason.startswith("client exited 7")
+    assert pd_isna(tcp1.goodput_mbps) and tcp1.client_exit_code == 7
+    quic1 = by[("quic-go", 1)]
+    assert quic1.status in ("failed", "timeout")  # QUIC to a closed UDP port: no answer
+    assert pd_isna(quic1.goodput_mbps)
+    for server in ("tcp-tls", "quic-go"):
+        for rep in (2, 3):
+            assert by[(server, rep)].status == "ok", by[(server, rep)].reason
+    assert_nodes_clean(local_testbed)
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_client_timeout_becomes_timeout_record(tmp_path, local_testbed):
+    cfg_path = campaign(tmp_path, """name: slow
+file_size: 256MiB
+repetitions: 1
+timeouts: {client: 0.5}
+pairs: [{server: quic-go, client: quic-go}]
+""")
+    cfg, testbed = load_campaign(cfg_path)
+    result = Campaign(cfg, testbed, tmp_path / "results").execute()
+    (rec,) = result.records
+    assert rec.status == "timeout" and "0.5 s" in rec.reason
+    assert rec.goodput_mbps is None and rec.duration_s is None
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_ctrl_c_mid_run_leaves_nothing_running(tmp_path, local_testbed):
+    cfg = campaign(tmp_path, """name: interrupted
+file_size: 1GiB
+repetitions: 3
+pairs: [{server: quic-go, client: quic-go}]
+""")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "run", str(cfg),
+                             "--results-dir", str(tmp_path / "results"), "--no-progress"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait until the client transfers
+            client_cmds = [Path(f"/proc/{p}/cmdline").read_bytes()
+                           for p in namespace_pids("qir-client") if os.path.exists(f"/proc/{p}")]
+            if any(b"quic-go/bin/client" in c for c in client_cmds):
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        else:
+            pytest.fail("the client never started")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert_nodes_clean(local_testbed)
+    (camp,) = (tmp_path / "results").iterdir()
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"] == "interrupted" and meta["finished_at"]
+    df = load_results(camp)
+    assert len(df) == 1 and df.loc[0, "status"] == "failed"
+    assert "interrupted" in df.loc[0, "reason"]
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_exception_mid_run_leaves_nothing_running(tmp_path, local_testbed, monkeypatch):
+    cfg_path = campaign(tmp_path, """name: crash
+file_size: 4MiB
+repetitions: 2
+pairs: [{server: tcp-tls, client: tcp-tls}]
+""")
+
+    def boom(self):
+        raise RuntimeError("bug in the runner")
+
+    monkeypatch.setattr(Attempt, "_verify", boom)
+    cfg, testbed = load_campaign(cfg_path)
+    with pytest.raises(RuntimeError, match="bug in the runner"):
+        Campaign(cfg, testbed, tmp_path / "results").execute()
+    assert_nodes_clean(local_testbed)
+    (camp,) = (tmp_path / "results").iterdir()
+    assert json.loads((camp / "campaign.json").read_text())["finished_at"]

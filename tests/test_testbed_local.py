@@ -1,0 +1,366 @@
+"""Integration tests of the embedded local testbed: real namespaces, veths and sshd.
+
+The module brings the testbed up once (module fixture), exercises it over SSH exactly as the
+runner does, breaks it in several ways and checks that ``up()`` repairs it, and finally checks
+that ``down()`` leaves nothing behind. The testbed is down when the module ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from interop_runner.executor import ConnectError, LocalExecutor, SSHExecutor, SSHTarget
+from interop_runner.testbeds import local
+from interop_runner.testbeds.local import CLIENT, NODES, SERVER, NodeSpec
+
+TestbedError = local.TestbedError
+
+if os.geteuid() != 0:
+    pytest.skip("local testbed tests need root (network namespaces, sshd)",
+                allow_module_level=True)
+_missing = [name for name, _pkg in local.REQUIRED_TOOLS if local.find_tool(name) is None]
+if _missing:
+    pytest.skip(f"local testbed tests need {', '.join(_missing)} "
+                "(openssh-server, iproute2, openssh-client)", allow_module_level=True)
+
+LOCAL = LocalExecutor("test")
+Connect = Callable[..., SSHExecutor]
+
+
+@pytest.fixture(scope="module")
+def testbed() -> Iterator[local.TestbedStatus]:
+    """The testbed, up for the whole module; torn down at its end.
+
+    If it was already up when the module started (another module's session fixture uses it),
+    it is brought up again instead, so later tests in the session still find it.
+    """
+    was_up = local.status().healthy
+    status = local.up()
+    yield status
+    if was_up:
+        local.up()
+    else:
+        local.down()
+
+
+@pytest.fixture
+def connect(testbed: local.TestbedStatus) -> Iterator[Connect]:
+    """Open SSH executors to nodes (closed after the test)."""
+    opened: list[SSHExecutor] = []
+
+    def _connect(node: NodeSpec, known_hosts: str | None = None,
+                 key: str | None = None) -> SSHExecutor:
+        target = SSHTarget(node.mgmt_ip, local.SSH_PORT, local.SSH_USER,
+                           key or str(local.MGMT_KEY), known_hosts or str(local.KNOWN_HOSTS),
+                           connect_timeout=5.0)
+        ex = SSHExecutor(node.name, target)
+        opened.append(ex)
+        return ex
+
+    yield _connect
+    for ex in opened:
+        ex.close()
+
+
+def _ping_argv(target: str) -> list[str]:
+    """One ICMP echo with 1 s timeout: iputils ping if installed, else perl's Net::Ping."""
+    if shutil.which("ping"):
+        return ["ping", "-n", "-c1", "-W1", target]
+    if LOCAL.run(["perl", "-MNet::Ping", "-e", "1"], timeout=10, check=False).ok:
+        return ["perl", "-MNet::Ping", "-e",
+                'exit(Net::Ping->new("icmp", 1)->ping($ARGV[0]) ? 0 : 1)', target]
+    pytest.skip("neither ping nor perl Net::Ping available for an ICMP check")
+
+
+def _our_sshd_pids() -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if comm == "sshd" and str(local.STATE_DIR).encode() in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+def _wait_dead(pid: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while local._pid_alive(pid):
+        assert time.monotonic() < deadline, f"pid {pid} did not die"
+        time.sleep(0.01)
+
+
+# --------------------------------------------------------------------------------------------
+def test_refuses_without_root_or_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local.os, "geteuid", lambda: 1000)
+    with pytest.raises(TestbedError) as exc:
+        local.up()
+    assert str(exc.value) == "local testbed: must run as root"
+    monkeypatch.undo()
+
+    monkeypatch.setattr(local.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(local, "_SBIN_DIRS", ())
+    with pytest.raises(TestbedError) as exc:
+        local.up()
+    assert str(exc.value) == ("local testbed: missing tool 'sshd' "
+                              "(install openssh-server, see pos_scripts/install.sh)")
+    monkeypatch.undo()
+
+    real = local.find_tool
+    monkeypatch.setattr(local, "find_tool", lambda n: None if n == "ssh-keygen" else real(n))
+    with pytest.raises(TestbedError) as exc:
+        local.up()
+    assert str(exc.value) == ("local testbed: missing tool 'ssh-keygen' "
+                              "(install openssh-client, see pos_scripts/install.sh)")
+
+
+def test_up_is_healthy(testbed: local.TestbedStatus) -> None:
+    st = local.status()
+    assert st.healthy, st.render()
+    assert st.problems() == []
+    for node in NODES:
+        ns = st.nodes[node.name]
+        assert (ns.namespace_exists, ns.lo_up, ns.mgmt_link_up, ns.data_link_up,
+                ns.sshd_running, ns.ssh_reachable) == (True,) * 6
+        assert ns.sshd_pid == int(node.pid_file.read_text())
+    text = st.render()
+    assert text.splitlines()[0].startswith("local testbed: healthy")
+    assert "qir-server" in text and "qir-client" in text
+
+    # State files: modes for StrictModes, known_hosts from the generated host keys.
+    assert local.STATE_DIR.stat().st_mode & 0o777 == 0o700
+    for path in (local.MGMT_KEY, local.AUTHORIZED_KEYS, local.KNOWN_HOSTS,
+                 SERVER.host_key, CLIENT.sshd_config):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    expected = [f"{n.mgmt_ip} {' '.join(n.host_pubkey.read_text().split()[:2])}" for n in NODES]
+    assert local.KNOWN_HOSTS.read_text().splitlines() == expected
+    assert expected[0].startswith("198.18.0.2 ssh-ed25519 AAAA")
+    assert local.AUTHORIZED_KEYS.read_text().split()[:2] == local.MGMT_PUBKEY.read_text().split()[:2]
+    conf = SERVER.sshd_config.read_text().splitlines()
+    for line in ("ListenAddress 198.18.0.2", "PasswordAuthentication no", "UsePAM no",
+                 f"AuthorizedKeysFile {local.AUTHORIZED_KEYS}", "UseDNS no",
+                 "PermitRootLogin prohibit-password", "Subsystem sftp internal-sftp"):
+        assert line in conf
+
+
+def test_testbed_file_matches_constants() -> None:
+    yaml = pytest.importorskip("yaml")
+    data = yaml.safe_load(local.TESTBED_FILE.read_text())
+    assert data["name"] == local.TESTBED_NAME and data["local"] is True
+    for node in NODES:
+        entry = data["nodes"][node.name]
+        assert entry["role"] == node.role
+        assert entry["ssh"] == {"host": node.mgmt_ip, "port": 22, "user": "root",
+                                "key": str(local.MGMT_KEY),
+                                "known_hosts": str(local.KNOWN_HOSTS)}
+        assert (entry["interface"], entry["ip"]) == (local.DATA_IF, node.data_ip)
+        assert (entry["workdir"], entry["tmpdir"]) == (node.workdir, node.tmpdir)
+
+
+@pytest.mark.parametrize("node", NODES, ids=lambda n: n.name)
+def test_ssh_runs_in_node_namespace(connect: Connect, node: NodeSpec) -> None:
+    ex = connect(node)
+    fields = ex.run(["ip", "-4", "-br", "addr", "show", "data0"], timeout=10).stdout.split()
+    assert fields[0].split("@")[0] == "data0"
+    assert fields[1] == "UP"
+    assert fields[2:] == [node.data_cidr]
+    assert ex.run(["ip", "netns", "identify"], timeout=10).stdout.strip() == node.namespace
+    devs = {line.split(":")[0].strip()
+            for line in ex.run(["cat", "/proc/self/net/dev"], timeout=10).stdout.splitlines()[2:]}
+    assert devs == {"lo", "mgmt0", "data0"}
+    # SFTP (internal-sftp subsystem) works too.
+    ex.write_text(f"/dev/shm/qir-test-{node.name}", node.namespace)
+    assert ex.read_text(f"/dev/shm/qir-test-{node.name}") == node.namespace
+    ex.run(["rm", "-f", f"/dev/shm/qir-test-{node.name}"], timeout=10)
+
+
+def test_data_link_crosses_between_nodes(connect: Connect) -> None:
+    server, client = connect(SERVER), connect(CLIENT)
+    res = server.run(_ping_argv(CLIENT.data_ip), timeout=10, check=False)
+    assert res.ok, res.stderr
+    assert client.run(_ping_argv(SERVER.data_ip), timeout=10, check=False).ok
+    # The reply came from the client's data0: the server learned that interface's MAC.
+    client_mac = client.run(["cat", "/sys/class/net/data0/address"], timeout=10).stdout.strip()
+    neigh = server.run(["ip", "neigh", "show", CLIENT.data_ip, "dev", "data0"],
+                       timeout=10).stdout.split()
+    assert neigh[neigh.index("lladdr") + 1] == client_mac
+    # Negative control: an address nobody owns does not answer, so the check can fail.
+    assert not server.run(_ping_argv("198.19.0.3"), timeout=10, check=False).ok
+    # The data network is not reachable from the root namespace (management only).
+    route = LOCAL.run(["ip", "route", "get", CLIENT.data_ip], timeout=10).stdout
+    assert "qir-mg" not in route
+
+
+def test_host_key_checking(connect: Connect, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    with pytest.raises(ConnectError, match="not in"):
+        connect(SERVER, known_hosts=str(empty))
+    wrong = tmp_path / "wrong_known_hosts"  # the client's key claimed for the server
+    wrong.write_text(f"{SERVER.mgmt_ip} {' '.join(CLIENT.host_pubkey.read_text().split()[:2])}\n")
+    with pytest.raises(ConnectError):
+        connect(SERVER, known_hosts=str(wrong))
+    # And a key that is not authorised is refused.
+    other = tmp_path / "other_key"
+    LOCAL.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], timeout=10)
+    with pytest.raises(ConnectError):
+        connect(SERVER, key=str(other))
+    assert connect(SERVER).run(["true"], timeout=10).ok
+
+
+def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus) -> None:
+    pids = {n.name: local.status().nodes[n.name].sshd_pid for n in NODES}
+    local.up()  # warm
+    t0 = time.monotonic()
+    st = local.up()
+    elapsed = time.monotonic() - t0
+    assert st.healthy
+    assert elapsed < 0.5, f"up() on a healthy testbed took {elapsed:.3f} s"
+    assert {n.name: st.nodes[n.name].sshd_pid for n in NODES} == pids  # nothing restarted
+
+
+def test_up_repairs_link_and_sshd(connect: Connect) -> None:
+    before = local.status()
+    LOCAL.run(["ip", "link", "delete", CLIENT.host_if], timeout=10)
+    server_pid = before.nodes["server"].sshd_pid
+    assert server_pid is not None
+    os.kill(server_pid, signal.SIGKILL)
+    _wait_dead(server_pid)
+
+    broken = local.status()
+    assert not broken.healthy
+    assert not broken.nodes["client"].mgmt_link_up
+    assert not broken.nodes["client"].ssh_reachable
+    assert broken.nodes["client"].data_link_up
+    assert not broken.nodes["server"].sshd_running
+    assert not broken.nodes["server"].ssh_reachable
+    assert "client: management link" in "; ".join(broken.problems())
+
+    fixed = local.up()
+    assert fixed.healthy, fixed.render()
+    assert fixed.nodes["server"].sshd_pid not in (None, server_pid)
+    # The client's sshd survived (its listening socket comes back with the address).
+    assert fixed.nodes["client"].sshd_pid == before.nodes["client"].sshd_pid
+    for node in NODES:
+        assert connect(node).run(["ip", "netns", "identify"], timeout=10).stdout.strip() \
+            == node.namespace
+
+
+def test_up_repairs_namespace_keys_and_address(connect: Connect) -> None:
+    before = local.status()
+    old_client_pid = before.nodes["client"].sshd_pid
+    assert old_client_pid is not None
+    old_client_ns = local._pid_ns_ident(old_client_pid)
+    # A session with a background process in the client namespace, to be orphaned below.
+    client = connect(CLIENT)
+    bg = client.start(["sleep", "300"], stdout="/dev/shm/qir-test-orphan.out",
+                      stderr="/dev/shm/qir-test-orphan.err")
+    assert client.alive(bg)
+    old_server_hostkey = SERVER.host_pubkey.read_text()
+    old_mgmt_key = local.MGMT_PUBKEY.read_text()
+    # Namespace deleted under a running sshd (which keeps the old namespace alive), both keys
+    # deleted, a wrong address on the server's data0.
+    LOCAL.run(["ip", "netns", "delete", CLIENT.namespace], timeout=10)
+    local.MGMT_KEY.unlink()
+    SERVER.host_key.unlink()
+    LOCAL.run(["ip", "-n", SERVER.namespace, "addr", "flush", "dev", "data0"], timeout=10)
+    LOCAL.run(["ip", "-n", SERVER.namespace, "addr", "add", "198.19.0.99/24", "dev", "data0"],
+              timeout=10)
+    broken = local.status()
+    assert not broken.healthy
+    assert not broken.keys_present
+    assert not broken.nodes["client"].namespace_exists
+    assert not broken.nodes["client"].sshd_running
+    assert not broken.nodes["server"].data_link_up
+
+    assert old_client_ns is not None and local._netns_members(old_client_ns)
+
+    fixed = local.up()
+    assert fixed.healthy, fixed.render()
+    _wait_dead(old_client_pid)  # the orphaned sshd was stopped ...
+    _wait_dead(bg.pgid)  # ... and so was everything else in its orphaned namespace
+    assert local._netns_members(old_client_ns) == []
+    for name in ("out", "err", "out.exit"):
+        Path(f"/dev/shm/qir-test-orphan.{name}").unlink(missing_ok=True)
+    assert fixed.nodes["client"].sshd_pid != old_client_pid
+    assert SERVER.host_pubkey.read_text() != old_server_hostkey
+    assert local.MGMT_PUBKEY.read_text() != old_mgmt_key
+    assert sorted(_our_sshd_pids()) == sorted(n.sshd_pid for n in fixed.nodes.values())
+    server = connect(SERVER)  # new host key in known_hosts, new management key authorised
+    assert server.run(["ip", "-4", "-br", "addr", "show", "data0"],
+                      timeout=10).stdout.split()[2:] == [SERVER.data_cidr]
+    assert server.run(_ping_argv(CLIENT.data_ip), timeout=10, check=False).ok
+
+
+def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # An SSH session with a background process inside a namespace must not survive down().
+    with SSHExecutor("client", SSHTarget(CLIENT.mgmt_ip, 22, "root", str(local.MGMT_KEY),
+                                         str(local.KNOWN_HOSTS))) as ex:
+        bg = ex.start(["sleep", "300"], stdout="/dev/shm/qir-test-sleep.out",
+                      stderr="/dev/shm/qir-test-sleep.err")
+        assert ex.alive(bg)
+    sleep_pids = [int(p) for p in
+                  LOCAL.run(["ip", "netns", "pids", CLIENT.namespace], timeout=10).stdout.split()]
+    assert bg.pgid in sleep_pids
+
+    # Purge only touches the nodes' directories: point them at a temporary tree.
+    nodes = tuple(dataclasses.replace(n, workdir=str(tmp_path / "qir" / n.name),
+                                      tmpdir=str(tmp_path / f"shm-{n.name}")) for n in NODES)
+    for n in nodes:
+        Path(n.workdir).mkdir(parents=True)
+        Path(n.tmpdir).mkdir()
+        (Path(n.tmpdir) / "file").write_text("x")
+    monkeypatch.setattr(local, "NODES", nodes)
+    monkeypatch.setattr(local, "WORK_ROOT", tmp_path / "qir")
+
+    sshd_pids = _our_sshd_pids()
+    assert len(sshd_pids) == 2
+    local.down(purge=True)
+
+    assert not any(ns in LOCAL.run(["ip", "netns", "list"], timeout=10).stdout
+                   for ns in local.NAMESPACES)
+    assert not any(local._ns_path(ns).exists() for ns in local.NAMESPACES)
+    links = LOCAL.run(["ip", "-br", "link", "show"], timeout=10).stdout
+    assert "qir-" not in links
+    for pid in sshd_pids + sleep_pids:
+        assert not local._pid_alive(pid), pid
+    assert _our_sshd_pids() == []
+    assert not local.STATE_DIR.exists()
+    assert not (tmp_path / "qir").exists()
+    assert not any(Path(n.tmpdir).exists() for n in nodes)
+    for name in ("out", "err", "out.exit"):
+        Path(f"/dev/shm/qir-test-sleep.{name}").unlink(missing_ok=True)
+
+    st = local.status()
+    assert not st.healthy
+    assert not st.keys_present
+    for ns in st.nodes.values():
+        assert not (ns.namespace_exists or ns.mgmt_link_up or ns.data_link_up
+                    or ns.sshd_running or ns.ssh_reachable)
+    assert "NOT healthy" in st.render()
+    local.down()  # down on a down testbed is fine
+    local.down(purge=True)
+
+
+def test_up_from_scratch_after_down() -> None:
+    local.down()
+    t0 = time.monotonic()
+    st = local.up()
+    elapsed = time.monotonic() - t0
+    assert st.healthy, st.render()
+    assert elapsed < 10, f"up() from scratch took {elapsed:.2f} s"
+    local.down()
+    assert not local.STATE_DIR.exists()
