@@ -43,16 +43,23 @@ _BG_BODY = (
     'rc=$0; out=$1; err=$2; shift 2; "$@" </dev/null >"$out" 2>"$err"; '
     'echo $? >"$rc.tmp" && mv "$rc.tmp" "$rc"'
 )
+# Is any non-zombie process left in process group $pg? (Zombies count as gone: where PID 1
+# reaps orphans late, `kill -0` would still see them.)
+_GROUP_ALIVE = (
+    'alive() { ps -A -o pgid=,stat= | { while read -r g st; do '
+    '[ "$g" = "$pg" ] && [ "${st#Z}" = "$st" ] && exit 0; done; exit 1; }; }; '
+)
 # Stop a process group: TERM, wait up to $1 seconds, then KILL and wait until it is gone.
-_STOP = (
+_STOP = _GROUP_ALIVE + (
     'pg=$0; grace=$1; kill -TERM "-$pg" 2>/dev/null || exit 0; '
     'end=$(( $(date +%s%N) + grace * 1000000000 )); sig=TERM; '
-    'while kill -0 "-$pg" 2>/dev/null; do '
+    'while alive; do '
     '  if [ $sig = TERM ] && [ "$(date +%s%N)" -gt "$end" ]; then '
     '    kill -KILL "-$pg" 2>/dev/null; sig=KILL; fi; '
-    '  sleep 0.01; '
+    '  sleep 0.005; '
     'done'
 )
+_ALIVE = _GROUP_ALIVE + 'pg=$0; alive'
 _WAIT = 'while [ ! -e "$0" ]; do sleep 0.01; done; cat "$0"'
 
 
@@ -217,8 +224,7 @@ class Executor(ABC):
 
     def alive(self, proc: Background) -> bool:
         """True while any process of the background process group exists."""
-        res = self.run(["kill", "-0", "--", f"-{proc.pgid}"], timeout=10, check=False)
-        return res.ok
+        return self.run(["sh", "-c", _ALIVE, str(proc.pgid)], timeout=10, check=False).ok
 
     def stop(self, proc: Background, grace: float = 5.0) -> int | None:
         """Stop the whole process group (TERM, then KILL after ``grace`` s); return exit code."""
@@ -384,6 +390,9 @@ class SSHExecutor(Executor):
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(15)
+            if isinstance(transport.sock, socket.socket):
+                # Without it every command waits ~40 ms for Nagle/delayed-ACK.
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return client
 
     def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:

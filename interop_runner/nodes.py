@@ -23,7 +23,8 @@ from .executor import CommandFailed, Executor, ExecutorError, SSHExecutor, SSHTa
 from .implementations import ImplementationMeta
 from .units import format_iec
 
-REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl")
+REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl", "ps",
+                  "find")
 
 
 class PreflightError(Exception):

@@ -27,6 +27,7 @@ import fcntl
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -61,6 +62,8 @@ DATA_IF = "data0"
 MGMT_PREFIX = 30
 DATA_PREFIX = 24
 WORK_ROOT = Path("/var/tmp/qir")
+
+NODE_SHELL_RC = "# ~/.bashrc of a local-testbed node: intentionally empty (see testbeds/local.py)\n"
 
 SSH_WAIT_S = 10.0  # how long up() waits for both sshd to answer
 STOP_GRACE_S = 2.0  # TERM -> KILL grace when stopping processes
@@ -110,6 +113,11 @@ class NodeSpec:
     def log_file(self) -> Path:
         """The node's sshd log (``sshd -E``)."""
         return self.state_dir / "sshd.log"
+
+    @property
+    def shell_rc(self) -> Path:
+        """The node's own shell rc file, mounted over root's ~/.bashrc inside the node."""
+        return self.state_dir / "bashrc"
 
     @property
     def stamp_file(self) -> Path:
@@ -729,8 +737,16 @@ def _ensure_sshd(node: NodeSpec) -> None:
     if not check.ok:
         tail = (check.stderr.strip().splitlines() or ["?"])[-1]
         raise TestbedError(f"local testbed: sshd config of {node.name} rejected: {tail}")
-    res = _run([_tool("ip"), "netns", "exec", node.namespace,
-                sshd, "-f", str(node.sshd_config), "-E", str(node.log_file)], check=False)
+    # A node is a separate host: it must not run the management host's ~/.bashrc (here it
+    # starts pyenv and costs ~80 ms per SSH command). `ip netns exec` gives sshd a private
+    # mount namespace, so a bind mount of the node's own rc file stays inside the node.
+    _write_if_changed(node.shell_rc, NODE_SHELL_RC, 0o644)
+    home_rc = Path(pwd.getpwnam(SSH_USER).pw_dir) / ".bashrc"
+    launch = [sshd, "-f", str(node.sshd_config), "-E", str(node.log_file)]
+    if home_rc.is_file():
+        launch = ["sh", "-c", 'mount --bind "$0" "$1" && shift && exec "$@"', str(node.shell_rc),
+                  str(home_rc), *launch]
+    res = _run([_tool("ip"), "netns", "exec", node.namespace, *launch], check=False)
     if not res.ok:
         raise TestbedError(f"local testbed: sshd of {node.name} failed to start "
                            f"(exit {res.exit_code}): {_log_tail(node) or res.stderr.strip()}")
