@@ -7,12 +7,14 @@ import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from interop_runner.campaign import Campaign, CampaignResult  # noqa: E402
 from interop_runner.config import CampaignConfig, load_testbed  # noqa: E402
+from interop_runner.store import RunRecord  # noqa: E402
 from interop_runner.testbeds import local  # noqa: E402
 
 
@@ -27,11 +29,12 @@ def machine() -> str:
 
 
 def run_campaign(name: str, size: int, repetitions: int, server: str = "quic-go",
-                 client: str = "quic-go") -> CampaignResult:
+                 client: str = "quic-go", on_record: Callable[[RunRecord], None] | None = None,
+                 ) -> CampaignResult:
     """Run a campaign on the local testbed (brought up if needed) into a temp directory."""
     local.up()
     testbed = load_testbed(local.TESTBED_FILE)
     cfg = CampaignConfig(name=name, testbed=str(local.TESTBED_FILE), file_size=size,
                          repetitions=repetitions, pairs=[{"server": server, "client": client}])
     out = Path(tempfile.mkdtemp(prefix=f"qir-bench-{name}-"))
-    return Campaign(cfg, testbed, out).execute()
+    return Campaign(cfg, testbed, out).execute(on_record=on_record)

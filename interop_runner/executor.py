@@ -275,6 +275,16 @@ def _split_marker(err: str) -> tuple[int | None, str]:
     return None, err
 
 
+def _os_error_text(exc: OSError) -> str:
+    """'Connection refused' rather than paramiko's '[Errno None] Unable to connect ...'."""
+    errors = getattr(exc, "errors", None)  # paramiko.ssh_exception.NoValidConnectionsError
+    if errors:
+        exc = next(iter(errors.values()))
+    if isinstance(exc, socket.timeout):
+        return "timed out"
+    return (exc.strerror or str(exc)).lower() if exc.strerror else str(exc)
+
+
 class LocalExecutor(Executor):
     """Runs commands on this machine (unit tests, the management node's own facts)."""
 
@@ -385,8 +395,9 @@ class SSHExecutor(Executor):
                     f"{name}: host key of {t.host}:{t.port} is not in {known}"
                 ) from None
             raise ConnectError(f"{name}: SSH to {t.user}@{t.host}:{t.port} failed: {exc}") from None
-        except (OSError, socket.timeout) as exc:
-            raise ConnectError(f"{name}: cannot connect to {t.host}:{t.port}: {exc}") from None
+        except OSError as exc:
+            raise ConnectError(
+                f"{name}: cannot connect to {t.host}:{t.port}: {_os_error_text(exc)}") from None
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(15)

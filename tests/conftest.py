@@ -63,7 +63,7 @@ def namespace_pids(namespace: str) -> set[int]:
 
 
 def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
-    """Processes in the namespace other than its sshd listener (waits for SSH sessions to end)."""
+    """Processes in the namespace other than sshd (listener and session processes)."""
     import time
 
     from interop_runner.testbeds import local
@@ -76,7 +76,10 @@ def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
         for pid in namespace_pids(namespace) - {sshd}:
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
             except OSError:
+                continue
+            if comm in ("sshd", "sshd-session"):  # sessions of an open SSH connection
                 continue
             others.append(f"{pid}: {cmd.strip()}")
         if not others or time.monotonic() > deadline:

@@ -226,3 +226,64 @@ pairs: [{server: tcp-tls, client: tcp-tls}]
     assert_nodes_clean(local_testbed)
     (camp,) = (tmp_path / "results").iterdir()
     assert json.loads((camp / "campaign.json").read_text())["finished_at"]
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_exit_127_is_recorded_as_unsupported(tmp_path, local_testbed, monkeypatch):
+    """The real quic-go client script refuses an ALPN it does not speak with exit 127."""
+    cfg_path = campaign(tmp_path, """name: unsup
+file_size: 1MiB
+repetitions: 2
+pairs: [{server: quic-go, client: quic-go}]
+""")
+    real_env = Attempt._env
+
+    def hq_on_rep1(self, node, logs, meta, params):
+        env = real_env(self, node, logs, meta, params)
+        if node.cfg.role == "client" and self.plan.repetition == 1:
+            env["ALPN"] = "hq-interop"
+        return env
+
+    monkeypatch.setattr(Attempt, "_env", hq_on_rep1)
+    cfg, testbed = load_campaign(cfg_path)
+    result = Campaign(cfg, testbed, tmp_path / "results").execute()
+    first, second = result.records
+    assert first.status == "unsupported" and first.client.exit_code == 127
+    assert "exited 127 (unsupported)" in first.reason and first.goodput_mbps is None
+    assert second.status == "ok"
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_preflight_refuses_too_large_file(tmp_path, local_testbed):
+    cfg = campaign(tmp_path, """name: huge
+file_size: 64TiB
+repetitions: 1
+pairs: [{server: quic-go, client: quic-go}]
+""")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert lines[0].startswith("error: server: /dev/shm/qir-server has ")
+    assert "the campaign needs 64.00 TiB" in lines[0]
+    (camp,) = (tmp_path / "results").iterdir()
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"].startswith("aborted: server: /dev/shm/qir-server has")
+    assert_nodes_clean(local_testbed)
+
+
+def test_unreachable_node_is_one_line_error(tmp_path):
+    tb = write(tmp_path / "tb.yml", TESTBED_FILE.read_text().replace(
+        "host: 198.18.0.2, port: 22", "host: 127.0.0.1, port: 1").replace(
+        "local: true", "local: false"))
+    cfg = write(tmp_path / "c.yml", f"""testbed: {tb}
+name: unreachable
+file_size: 1MiB
+repetitions: 1
+pairs: [{{server: quic-go, client: quic-go}}]
+""")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: server: cannot connect to 127.0.0.1:1: connection refused"]

@@ -92,6 +92,7 @@ def test_scripts_pass_shellcheck():
                and p.read_bytes().startswith(b"#!/usr/bin/env bash")]
     root = IMPLEMENTATIONS_DIR.parent
     scripts += [p for p in (root / "pos_scripts").glob("*.sh")]
+    scripts += [root / "test.sh", root / "quickstart.sh", root / ".ci" / "run"]
     assert len(scripts) >= 6
     for script in scripts:
         text = script.read_text()
