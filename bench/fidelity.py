@@ -89,6 +89,8 @@ def main() -> None:
         "runner_median_mbps": round(statistics.median(runner), 1),
         "hand_median_mbps": round(statistics.median(hand), 1),
         "ratio": round(ratio, 4), "target": 0.98,
+        # each runner attempt / the hand run right after it: robust against slow drift
+        "paired_ratio_median": round(statistics.median(r / h for r, h in zip(runner, hand)), 4),
     }, indent=2))
 
 

@@ -32,6 +32,15 @@ class PlannedRun:
 
 
 @dataclass
+class Prepared:
+    """What preparing the nodes produced: versions, the file to download and its hash."""
+
+    versions: dict[str, str | None]
+    file_name: str
+    file_sha256: str
+
+
+@dataclass
 class CampaignResult:
     """What a finished (or interrupted) campaign produced."""
 
@@ -134,9 +143,9 @@ class Campaign:
                 nodes.append(client)
                 meta["hosts"] = {n.name: n.collect_facts() for n in nodes}
                 meta["hosts"]["management"] = _management_facts()
-                versions = self._prepare(server, client, meta)
+                prepared = self._prepare(server, client, meta)
                 write_json_atomic(directory / "campaign.json", meta, overwrite=True)
-                self._loop(server, client, versions, meta, result, progress, on_record)
+                self._loop(server, client, prepared, result, progress, on_record)
                 meta["status"] = "finished"
             except KeyboardInterrupt:
                 meta["status"] = "interrupted"
@@ -155,7 +164,7 @@ class Campaign:
                 write_json_atomic(directory / "campaign.json", meta, overwrite=True)
         return result
 
-    def _prepare(self, server: Node, client: Node, meta: dict[str, Any]) -> dict[str, str | None]:
+    def _prepare(self, server: Node, client: Node, meta: dict[str, Any]) -> Prepared:
         cfg = self.cfg
         server.preflight(cfg.file_size + 16 * 2**20, server.cfg.tmpdir)
         client.preflight(cfg.file_size + 16 * 2**20, client.cfg.tmpdir)
@@ -168,15 +177,13 @@ class Campaign:
                     "version": version, "declared_version": impl.version,
                     "source_hash": impl.source_hash(), "node": node.name}
         gen_timeout = max(120.0, cfg.file_size / 50e6)
-        self.file_name = f"goodput-{cfg.file_size}.bin"
-        self.file_sha256 = server.generate_file(self.file_name, cfg.file_size, gen_timeout)
-        meta["file"] = {"name": self.file_name, "size": cfg.file_size,
-                        "sha256": self.file_sha256}
+        file_name = f"goodput-{cfg.file_size}.bin"
+        sha256 = server.generate_file(file_name, cfg.file_size, gen_timeout)
+        meta["file"] = {"name": file_name, "size": cfg.file_size, "sha256": sha256}
         client.install_ca(server.make_certificate(server.cfg.ip))
-        return versions
+        return Prepared(versions, file_name, sha256)
 
-    def _loop(self, server: Node, client: Node, versions: dict[str, str | None],
-              meta: dict[str, Any], result: CampaignResult,
+    def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
               progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
               on_record: Callable[[RunRecord], None] | None) -> None:
         cfg = self.cfg
@@ -193,12 +200,12 @@ class Campaign:
                 campaign_id=result.directory.name, testbed=self.testbed.name,
                 testcase=cfg.testcase, repetition=run.repetition, attempt=attempt,
                 server_meta=smeta, client_meta=cmeta,
-                server_version=versions.get(f"server:{run.server}"),
-                client_version=versions.get(f"client:{run.client}"),
+                server_version=prepared.versions.get(f"server:{run.server}"),
+                client_version=prepared.versions.get(f"client:{run.client}"),
                 server_params=dict(cfg.server_params.get(run.server, {})),
                 client_params=dict(cfg.client_params.get(run.client, {})),
-                alpn=run.alpn, port=cfg.port, file_name=self.file_name,
-                file_size=cfg.file_size, file_sha256=self.file_sha256,
+                alpn=run.alpn, port=cfg.port, file_name=prepared.file_name,
+                file_size=cfg.file_size, file_sha256=prepared.file_sha256,
                 client_timeout=cfg.client_timeout(),
                 server_ready_timeout=cfg.timeouts.server_ready,
                 keylog=cfg.keylog, qlog=cfg.qlog, monitors=monitors,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Iterator, Sequence
 
 from .config import ConfigError, load_campaign
@@ -99,7 +100,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _testbed_module():  # type: ignore[no-untyped-def]
+def _testbed_module() -> ModuleType:
+    """The local testbed module (imported lazily: only `testbed` and local runs need it)."""
     from .testbeds import local
 
     return local

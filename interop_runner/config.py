@@ -132,7 +132,7 @@ class CampaignConfig(_Strict):
     keylog: bool = False
     qlog: bool = False
     keep_files: bool = False
-    timeouts: Timeouts = Timeouts()
+    timeouts: Timeouts = Field(default_factory=Timeouts)
     results_dir: str = "results"
 
     @field_validator("name")

@@ -16,10 +16,11 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .config import NodeConfig, SSHConfig
-from .executor import CommandFailed, Executor, ExecutorError, SSHExecutor, SSHTarget
+from .executor import (CommandFailed, Executor, ExecutorError, Result, SSHExecutor,
+                       SSHTarget)
 from .implementations import ImplementationMeta
 from .units import format_iec
 
@@ -90,9 +91,12 @@ class Node:
         return f"{self.impl_root}/{impl}"
 
     # -- helpers -------------------------------------------------------------------------------
-    def run(self, argv: list[str], timeout: float | None = None, **kw: object):  # type: ignore[no-untyped-def]
+    def run(self, argv: Sequence[str], timeout: float | None = None, *,
+            env: Mapping[str, str] | None = None, cwd: str | None = None,
+            check: bool = True) -> Result:
         """Shorthand for ``executor.run`` with the node's default command timeout."""
-        return self.executor.run(argv, timeout=timeout or self.command_timeout, **kw)  # type: ignore[arg-type]
+        return self.executor.run(argv, timeout=timeout or self.command_timeout, env=env,
+                                 cwd=cwd, check=check)
 
     def preflight(self, need_bytes: int, where: str) -> None:
         """Check tools and free space in ``where`` (created if missing)."""

@@ -159,4 +159,5 @@ def iter_run_files(root: Path) -> Iterator[Path]:
 
 def read_run(path: Path) -> dict[str, Any]:
     """Read one ``run.json``."""
-    return json.loads(path.read_text())
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data

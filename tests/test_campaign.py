@@ -26,6 +26,25 @@ def campaign(tmp_path: Path, body: str, name: str = "c.yml") -> Path:
     return write(tmp_path / name, f"testbed: {TESTBED_FILE}\n{body}")
 
 
+def execute(cfg_path: Path, tmp_path: Path):
+    """Run a campaign file through the Python API into tmp_path/results."""
+    cfg, testbed = load_campaign(cfg_path)
+    return Campaign(cfg, testbed, tmp_path / "results").execute()
+
+
+def patch_client_env(monkeypatch, repetition: int, change) -> None:
+    """Let ``change(env)`` alter the client's contract environment in one repetition."""
+    real_env = Attempt._env
+
+    def patched(self, node, logs, meta, params):
+        env = real_env(self, node, logs, meta, params)
+        if node.cfg.role == "client" and self.plan.repetition == repetition:
+            change(env)
+        return env
+
+    monkeypatch.setattr(Attempt, "_env", patched)
+
+
 def assert_nodes_clean(testbed) -> None:
     for ns in ("qir-server", "qir-client"):
         assert stray_processes(ns) == [], f"processes left in {ns}"
@@ -122,17 +141,9 @@ pairs:
   - {{server: tcp-tls, client: tcp-tls}}
   - {{server: quic-go, client: quic-go}}
 """)
-    real_env = Attempt._env
-
-    def wrong_port_on_rep1(self, node, logs, meta, params):
-        env = real_env(self, node, logs, meta, params)
-        if node.cfg.role == "client" and self.plan.repetition == 1:
-            env["REQUESTS"] = env["REQUESTS"].replace(":4433/", ":4999/")  # nothing listens
-        return env
-
-    monkeypatch.setattr(Attempt, "_env", wrong_port_on_rep1)
-    cfg, testbed = load_campaign(cfg_path)
-    result = Campaign(cfg, testbed, tmp_path / "results").execute()
+    patch_client_env(monkeypatch, 1, lambda env: env.update(  # nothing listens on 4999
+        REQUESTS=env["REQUESTS"].replace(":4433/", ":4999/")))
+    result = execute(cfg_path, tmp_path)
     df = load_results(result.directory)
     assert len(df) == 6
     by = {(r.server, r.repetition): r for r in df.itertuples()}
@@ -162,9 +173,7 @@ repetitions: 1
 timeouts: {client: 0.5}
 pairs: [{server: quic-go, client: quic-go}]
 """)
-    cfg, testbed = load_campaign(cfg_path)
-    result = Campaign(cfg, testbed, tmp_path / "results").execute()
-    (rec,) = result.records
+    (rec,) = execute(cfg_path, tmp_path).records
     assert rec.status == "timeout" and "0.5 s" in rec.reason
     assert rec.goodput_mbps is None and rec.duration_s is None
     assert_nodes_clean(local_testbed)
@@ -220,9 +229,8 @@ pairs: [{server: tcp-tls, client: tcp-tls}]
         raise RuntimeError("bug in the runner")
 
     monkeypatch.setattr(Attempt, "_verify", boom)
-    cfg, testbed = load_campaign(cfg_path)
     with pytest.raises(RuntimeError, match="bug in the runner"):
-        Campaign(cfg, testbed, tmp_path / "results").execute()
+        execute(cfg_path, tmp_path)
     assert_nodes_clean(local_testbed)
     (camp,) = (tmp_path / "results").iterdir()
     assert json.loads((camp / "campaign.json").read_text())["finished_at"]
@@ -236,17 +244,8 @@ file_size: 1MiB
 repetitions: 2
 pairs: [{server: quic-go, client: quic-go}]
 """)
-    real_env = Attempt._env
-
-    def hq_on_rep1(self, node, logs, meta, params):
-        env = real_env(self, node, logs, meta, params)
-        if node.cfg.role == "client" and self.plan.repetition == 1:
-            env["ALPN"] = "hq-interop"
-        return env
-
-    monkeypatch.setattr(Attempt, "_env", hq_on_rep1)
-    cfg, testbed = load_campaign(cfg_path)
-    result = Campaign(cfg, testbed, tmp_path / "results").execute()
+    patch_client_env(monkeypatch, 1, lambda env: env.update(ALPN="hq-interop"))
+    result = execute(cfg_path, tmp_path)
     first, second = result.records
     assert first.status == "unsupported" and first.client.exit_code == 127
     assert "exited 127 (unsupported)" in first.reason and first.goodput_mbps is None

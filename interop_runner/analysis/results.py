@@ -11,7 +11,7 @@ import pandas as pd
 from ..store import STATUSES, iter_run_files, read_run
 
 # column -> pandas dtype (nullable types: a value a tool could not measure stays <NA>, never 0)
-COLUMNS: dict[str, str] = {
+COLUMNS: dict[str, Any] = {
     "campaign": "string",
     "testbed": "string",
     "server": "string",
