@@ -15,7 +15,10 @@ from .nodes import PreflightError
 from .store import StoreError
 from .units import format_iec
 
-EPILOG = "Run `run.py <command> --help` for the options of each command."
+EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
+          "1 runtime error (node, SSH, preflight), 2 invalid configuration, 3 testbed not "
+          "healthy (testbed status), 4 campaign finished without any successful attempt, "
+          "130 interrupted.")
 
 
 class UserError(Exception):

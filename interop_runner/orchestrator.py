@@ -190,10 +190,16 @@ class Attempt:
     def _start_server(self, env: dict[str, str]) -> bool:
         p, node = self.plan, self.server
         d = node.impl_dir(p.server_meta.name)
+        flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
+        # A leftover listener would make the readiness check lie and serve the client instead.
+        busy = node.run(["ss", "-H", flag, f"sport = :{p.port}"]).stdout.strip()
+        if busy:
+            self.record.status = "failed"
+            self.record.reason = f"port {p.port} is already in use on {node.name}: {busy[:200]}"
+            return False
         self._server_proc = node.executor.start(
             [f"{d}/run-server"], stdout=f"{self.server_logs}/server.stdout.log",
             stderr=f"{self.server_logs}/server.stderr.log", env=env, cwd=d)
-        flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
         try:
             res = node.run(["sh", "-c", _READY, self._server_proc.exit_file, flag, str(p.port)],
                            timeout=p.server_ready_timeout)

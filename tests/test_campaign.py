@@ -286,3 +286,29 @@ pairs: [{{server: quic-go, client: quic-go}}]
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "error: server: cannot connect to 127.0.0.1:1: connection refused"]
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_port_already_in_use_fails_clearly(tmp_path, local_testbed):
+    from interop_runner.executor import SSHExecutor
+    from interop_runner.nodes import ssh_target
+
+    _, node = local_testbed.node("server")
+    squatter = SSHExecutor("server", ssh_target(node.ssh))
+    proc = squatter.start(["python3", "-c", "import socket,time; s=socket.socket(socket.AF_INET,"
+                           "socket.SOCK_DGRAM); s.bind(('0.0.0.0', 4433)); time.sleep(60)"],
+                          stdout=f"{node.workdir}/squat.out", stderr=f"{node.workdir}/squat.err")
+    try:
+        cfg_path = campaign(tmp_path, """name: busy
+file_size: 1MiB
+repetitions: 1
+pairs: [{server: quic-go, client: quic-go}]
+""")
+        (rec,) = execute(cfg_path, tmp_path).records
+    finally:
+        squatter.stop(proc)
+        squatter.run(["rm", "-f", f"{node.workdir}/squat.out", f"{node.workdir}/squat.out.exit",
+                      f"{node.workdir}/squat.err"], timeout=10)
+        squatter.close()
+    assert rec.status == "failed" and rec.reason.startswith("port 4433 is already in use")
+    assert_nodes_clean(local_testbed)
