@@ -186,8 +186,9 @@ class Node:
         paths = [self.runs_dir] + ([] if keep_files else [self.scratch])
         try:
             self.run(["rm", "-rf", "--", *paths])
-            self.run(["sh", "-c", 'rmdir "$@" 2>/dev/null || true', "rmdir",
-                      f"{self.cfg.workdir}/runs"])
+            # Directories the campaign created stay only if something else lives in them.
+            self.run(["sh", "-c", 'for d in "$@"; do rmdir "$d" 2>/dev/null || true; done',
+                      "rmdir", f"{self.cfg.workdir}/runs", self.cfg.tmpdir])
         except ExecutorError:
             pass
 
