@@ -10,9 +10,10 @@ from types import FrameType
 from typing import Any, Callable, Iterator
 
 from . import __version__
-from .config import MONITORS, CampaignConfig, TestbedConfig
+from .config import CampaignConfig, TestbedConfig
 from .executor import ExecutorError, LocalExecutor
 from .implementations import ImplementationMeta, common_alpn, load_registry
+from .monitors.session import NodeMonitors
 from .nodes import Node
 from .orchestrator import Attempt, AttemptPlan, unsupported_record
 from .store import (RunRecord, attempt_dir, new_campaign_dir, next_attempt, utc_now,
@@ -38,6 +39,8 @@ class Prepared:
     versions: dict[str, str | None]
     file_name: str
     file_sha256: str
+    server_monitors: NodeMonitors
+    client_monitors: NodeMonitors
 
 
 @dataclass
@@ -129,6 +132,7 @@ class Campaign:
             "testbed": self.testbed.model_dump(), "runner": runner_version(),
             "started_at": utc_now(), "finished_at": None, "status": "running",
             "planned_runs": len(self.runs), "hosts": {}, "implementations": {},
+            "monitors": {},
         }
         write_json_atomic(directory / "campaign.json", meta)
         nodes: list[Node] = []
@@ -181,14 +185,19 @@ class Campaign:
         sha256 = server.generate_file(file_name, cfg.file_size, gen_timeout)
         meta["file"] = {"name": file_name, "size": cfg.file_size, "sha256": sha256}
         client.install_ca(server.make_certificate(server.cfg.ip))
-        return Prepared(versions, file_name, sha256)
+        monitors = []
+        for node in (server, client):
+            mon = NodeMonitors(node.executor, node.name, node.cfg.interface, list(cfg.monitors))
+            meta["monitors"][node.cfg.role] = mon.check()
+            monitors.append(mon)
+        return Prepared(versions, file_name, sha256, *monitors)
 
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
               progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
               on_record: Callable[[RunRecord], None] | None) -> None:
         cfg = self.cfg
-        monitors = {m: "requested; monitor not available in this runner version"
-                    for m in cfg.monitors if m in MONITORS}
+        monitors = {"server": dict(prepared.server_monitors.status),
+                    "client": dict(prepared.client_monitors.status)}
         runs: Iterator[PlannedRun] = iter(self.runs)
         if progress is not None:
             runs = progress(runs, len(self.runs))
@@ -208,7 +217,7 @@ class Campaign:
                 file_size=cfg.file_size, file_sha256=prepared.file_sha256,
                 client_timeout=cfg.client_timeout(),
                 server_ready_timeout=cfg.timeouts.server_ready,
-                keylog=cfg.keylog, qlog=cfg.qlog, monitors=monitors,
+                keylog=cfg.keylog, qlog=cfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
             )
             out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
                               run.repetition, attempt)
@@ -220,7 +229,8 @@ class Campaign:
                     f"client speaks {', '.join(cmeta.alpns)}")
                 abort = None
             else:
-                attempt_run = Attempt(plan, server, client, out)
+                attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
+                                      prepared.client_monitors)
                 record = attempt_run.run()
                 abort = attempt_run.abort
             write_run(out, record)

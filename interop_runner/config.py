@@ -15,11 +15,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .implementations import ImplementationMeta, RegistryError, load_registry
+from .monitors.specs import MONITOR_SPECS
 from .units import parse_size
 
 DEFAULT_FILE_SIZE = 8 * 2**30
-MONITORS = ("ethtool", "sysfs", "nstat", "pidstat", "mpstat", "perf", "tcpdump", "ifstat", "tc",
-            "qlog")
+MONITORS = (*MONITOR_SPECS, "perf", "tcpdump")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 

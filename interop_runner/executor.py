@@ -49,15 +49,23 @@ _GROUP_ALIVE = (
     'alive() { ps -A -o pgid=,stat= | { while read -r g st; do '
     '[ "$g" = "$pg" ] && [ "${st#Z}" = "$st" ] && exit 0; done; exit 1; }; }; '
 )
-# Stop a process group: TERM, wait up to $1 seconds, then KILL and wait until it is gone.
+# Stop process groups: signal $0 (TERM or INT) to every group, wait up to $1 seconds, then
+# KILL and wait until none is left. Then print each group's exit file ("-" when it has none).
 _STOP = _GROUP_ALIVE + (
-    'pg=$0; grace=$1; kill -TERM "-$pg" 2>/dev/null || exit 0; '
-    'end=$(( $(date +%s%N) + grace * 1000000000 )); sig=TERM; '
-    'while alive; do '
-    '  if [ $sig = TERM ] && [ "$(date +%s%N)" -gt "$end" ]; then '
-    '    kill -KILL "-$pg" 2>/dev/null; sig=KILL; fi; '
+    'sig=$0; grace=$1; shift; n=$(( $# / 2 )); i=0; '
+    'for a in "$@"; do i=$((i + 1)); [ $i -le $n ] && kill "-$sig" "-$a" 2>/dev/null; done; '
+    'end=$(( $(date +%s%N) + grace * 1000000000 )); killed=no; '
+    'while :; do '
+    '  left=no; i=0; '
+    '  for pg in "$@"; do i=$((i + 1)); [ $i -gt $n ] && break; alive && left=yes; done; '
+    '  [ $left = no ] && break; '
+    '  if [ $killed = no ] && [ "$(date +%s%N)" -gt "$end" ]; then '
+    '    i=0; for a in "$@"; do i=$((i + 1)); [ $i -le $n ] && kill -KILL "-$a" 2>/dev/null; '
+    '    done; killed=yes; fi; '
     '  sleep 0.005; '
-    'done'
+    'done; '
+    'i=0; for f in "$@"; do i=$((i + 1)); [ $i -le $n ] && continue; '
+    '  rm -f "$f.tmp"; cat "$f" 2>/dev/null || echo -; done'
 )
 _ALIVE = _GROUP_ALIVE + 'pg=$0; alive'
 _WAIT = 'while [ ! -e "$0" ]; do sleep 0.01; done; cat "$0"'
@@ -226,17 +234,31 @@ class Executor(ABC):
         """True while any process of the background process group exists."""
         return self.run(["sh", "-c", _ALIVE, str(proc.pgid)], timeout=10, check=False).ok
 
-    def stop(self, proc: Background, grace: float = 5.0) -> int | None:
-        """Stop the whole process group (TERM, then KILL after ``grace`` s); return exit code."""
-        self.run(["sh", "-c", _STOP, str(proc.pgid), str(int(max(grace, 0)))],
-                 timeout=grace + 15)
-        self.run(["rm", "-f", proc.exit_file + ".tmp"], timeout=10, check=False)
-        return self.poll(proc)
+    def stop(self, proc: Background, grace: float = 5.0, sig: str = "TERM") -> int | None:
+        """Stop the whole process group (``sig``, then KILL after ``grace`` s); return exit code."""
+        return self.stop_many([proc], grace, sig)[0]
+
+    def stop_many(self, procs: Sequence[Background], grace: float = 5.0,
+                  sig: str = "TERM") -> list[int | None]:
+        """Stop several background process groups in one round trip; return their exit codes."""
+        if not procs:
+            return []
+        if sig not in ("TERM", "INT", "KILL"):
+            raise ValueError(f"unsupported signal {sig}")
+        res = self.run(["sh", "-c", _STOP, sig, str(int(max(grace, 0))),
+                        *[str(p.pgid) for p in procs], *[p.exit_file for p in procs]],
+                       timeout=grace + 15)
+        codes = res.stdout.split()
+        for proc, code in zip(procs, codes):
+            if proc.exit_code is None and code.lstrip("-").isdigit():
+                proc.exit_code = int(code)
+        return [p.exit_code for p in procs]
 
     def kill_group(self, pgid: int, grace: float = 2.0) -> None:
         """Stop a process group by id (used after timeouts and interrupts)."""
         try:
-            self._exec(["sh", "-c", _STOP, str(pgid), str(int(grace))], grace + 15)
+            self._exec(["sh", "-c", _STOP, "TERM", str(int(grace)), str(pgid), "/nonexistent"],
+                       grace + 15)
         except ExecutorError:
             pass
 

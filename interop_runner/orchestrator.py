@@ -13,15 +13,22 @@ from typing import Any
 
 from .executor import Background, CommandTimeout, ExecutorError
 from .implementations import EXIT_UNSUPPORTED, ImplementationMeta
+from .monitors.session import NodeMonitors
 from .nodes import Node
 from .store import RunRecord, Side, utc_now
 from .units import goodput_mbps
 
-# Client wrapper: $0 stdout file, $1 stderr file, rest = command. Prints one JSON line.
+# Client wrapper: $0 stdout file, $1 stderr file, $2 pidstat output file ("" = none), rest =
+# command. The client runs as a child so pidstat can follow its PID. Prints one JSON line, then
+# bash's `times` (its second line: user and system CPU time of the waited-for children, i.e.
+# the client and its descendants; pidstat is reaped only afterwards).
 _TIMED = (
-    'o=$0; e=$1; shift; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e"; rc=$?; '
-    'f=$EPOCHREALTIME; printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' '
-    '"$s" "$f" "$rc"; exit 0'
+    'o=$0; e=$1; ps=$2; shift 2; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e" & c=$!; '
+    'if [ -n "$ps" ]; then S_TIME_FORMAT=ISO LC_ALL=C pidstat -h -H -u -r -w -t -p "$c" 1 '
+    '>"$ps" 2>&1 & m=$!; fi; '
+    'wait "$c"; rc=$?; f=$EPOCHREALTIME; '
+    'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' "$s" "$f" "$rc"; times; '
+    'if [ -n "$ps" ]; then kill -INT "$m" 2>/dev/null; wait "$m"; fi; exit 0'
 )
 # Wait until the server listens on the port or its process has exited.
 _READY = (
@@ -59,7 +66,7 @@ class AttemptPlan:
     server_ready_timeout: float
     keylog: bool = False
     qlog: bool = False
-    monitors: dict[str, str] = field(default_factory=dict)
+    monitors: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def pair(self) -> str:
@@ -91,11 +98,23 @@ def unsupported_record(plan: AttemptPlan, server: Node, client: Node, reason: st
     )
 
 
+def _seconds(times: str) -> float:
+    """'1m2.500s' (bash `times`) -> 62.5."""
+    minutes, _, rest = times.partition("m")
+    return int(minutes) * 60 + float(rest.rstrip("s"))
+
+
 class Attempt:
     """Runs one attempt and always leaves both nodes clean (also on Ctrl-C)."""
 
-    def __init__(self, plan: AttemptPlan, server: Node, client: Node, out_dir: Path) -> None:
+    def __init__(self, plan: AttemptPlan, server: Node, client: Node, out_dir: Path,
+                 server_monitors: NodeMonitors | None = None,
+                 client_monitors: NodeMonitors | None = None) -> None:
         self.plan, self.server, self.client, self.out_dir = plan, server, client, out_dir
+        self.smon = server_monitors or NodeMonitors(server.executor, server.name,
+                                                    server.cfg.interface, [])
+        self.cmon = client_monitors or NodeMonitors(client.executor, client.name,
+                                                    client.cfg.interface, [])
         self.record = RunRecord(
             campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
             attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
@@ -146,7 +165,7 @@ class Attempt:
             if self._script(self.server, p.server_meta, "pre", senv) and \
                     self._script(self.client, p.client_meta, "pre", cenv) and \
                     self._start_server(senv):
-                self._run_client(cenv)
+                self._measure(cenv)
         except CommandTimeout as exc:
             rec.status, rec.reason = "timeout", str(exc)
         except ExecutorError as exc:
@@ -217,22 +236,43 @@ class Attempt:
             return False
         return True
 
+    def _measure(self, cenv: dict[str, str]) -> None:
+        """Snapshots and samplers around the client run."""
+        assert self._server_proc is not None
+        pgid = self._server_proc.pgid
+        self.smon.snapshot("before", self.server_logs, pgid)
+        self.cmon.snapshot("before", self.client_logs)
+        series = self.smon.start_series(self.server_logs, pgid)
+        cseries = []
+        try:
+            cseries = self.cmon.start_series(self.client_logs)
+            self._run_client(cenv)
+        finally:
+            self.smon.stop_series(series)
+            self.cmon.stop_series(cseries)
+            self.smon.snapshot("after", self.server_logs, pgid)
+            self.cmon.snapshot("after", self.client_logs)
+
     def _run_client(self, env: dict[str, str]) -> None:
         p, node, rec = self.plan, self.client, self.record
         d = node.impl_dir(p.client_meta.name)
+        pidstat_out = f"{self.client_logs}/pidstat.txt" if self.cmon.active("pidstat") else ""
         try:
             res = node.run(["bash", "-c", _TIMED, f"{self.client_logs}/client.stdout.log",
-                            f"{self.client_logs}/client.stderr.log", f"{d}/run-client"],
-                           timeout=p.client_timeout, env=env, cwd=d)
+                            f"{self.client_logs}/client.stderr.log", pidstat_out,
+                            f"{d}/run-client"], timeout=p.client_timeout, env=env, cwd=d)
         except CommandTimeout:
             rec.status = "timeout"
             rec.reason = f"client did not finish within {p.client_timeout:g} s"
             return
-        timing = json.loads(res.stdout.strip().splitlines()[-1])
+        out = res.stdout.strip().splitlines()
+        timing = json.loads(out[-3])
         rec.start_ns = int(timing["start_us"].replace(".", "").replace(",", "")) * 1000
         rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
         rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
         rec.client.exit_code = int(timing["exit_code"])
+        user, _, system = out[-1].partition(" ")
+        rec.client.cpu_user_s, rec.client.cpu_system_s = _seconds(user), _seconds(system)
         if rec.client.exit_code != 0:
             err = node.run(["cat", f"{self.client_logs}/client.stderr.log"], check=False).stdout
             self._fail_exit("client", rec.client.exit_code, err)
@@ -264,6 +304,12 @@ class Attempt:
         """Stop the server, run post scripts, fetch logs, remove per-attempt files."""
         p = self.plan
         try:
+            if p.qlog:
+                for node, logs in ((self.server, self.server_logs),
+                                   (self.client, self.client_logs)):
+                    node.run(["sh", "-c", 'if [ -d "$0/qlog" ]; then tar -C "$0" -czf '
+                              '"$0/qlog.tar.gz" qlog && rm -rf "$0/qlog"; fi', logs],
+                             check=False)
             if self._server_proc is not None:
                 code = self.server.executor.stop(self._server_proc, grace=5)
                 if self.record.server.exit_code is None:

@@ -43,6 +43,8 @@ class Side:
     node: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     exit_code: int | None = None
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
 
 
 @dataclass
@@ -70,7 +72,7 @@ class RunRecord:
     started_at: str | None = None
     finished_at: str | None = None
     testbed: str | None = None
-    monitors: dict[str, str] = field(default_factory=dict)
+    monitors: dict[str, dict[str, str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 

@@ -7,7 +7,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
-          coreutils openssl python3 python3-venv git shellcheck ca-certificates)
+          coreutils openssl python3 python3-venv git shellcheck ca-certificates
+          sysstat linux-perf tcpdump ifstat hwloc-nox zstd)
 GO_MIN_MINOR=26
 
 log() { printf '[install] %s\n' "$*" >&2; }

@@ -87,3 +87,20 @@ def test_files(ex, tmp_path):
 def test_bad_env_name(ex):
     with pytest.raises(ValueError):
         ex.run(["true"], timeout=5, env={"A=B": "x"})
+
+
+def test_stop_many_with_sigint(ex, tmp_path):
+    # Like sysstat tools, the program installs its own SIGINT handler (background jobs start
+    # with SIGINT ignored, so a plain sh trap could not catch it).
+    prog = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGINT, lambda *a: (print('got-int', flush=True), sys.exit(7)))\n"
+            "time.sleep(60)\n")
+    procs = [ex.start(["python3", "-c", prog], stdout=str(tmp_path / f"o{i}"),
+                      stderr=str(tmp_path / f"e{i}")) for i in range(2)]
+    done = ex.start(["true"], stdout=str(tmp_path / "d"), stderr=str(tmp_path / "de"))
+    ex.wait(done, timeout=5)
+    time.sleep(0.2)
+    codes = ex.stop_many([*procs, done], grace=3, sig="INT")
+    assert codes == [7, 7, 0]
+    assert all(not ex.alive(p) for p in procs)
+    assert (tmp_path / "o0").read_text() == "got-int\n"

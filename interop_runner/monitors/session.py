@@ -1,0 +1,107 @@
+"""Run monitors on one node for one attempt: availability, snapshots, background series."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from ..executor import Background, Executor
+from .specs import MONITOR_SPECS, SYSSTAT_ENV, pidstat_argv
+
+# CPU time of a process group from /proc, at the edges of the transfer window: the first line
+# is "<epoch ns> <clock ticks per second>", then one /proc/<pid>/stat line per group member.
+_PROC_TIMES = (
+    'pg=$1; echo "$(date +%s%N) $(getconf CLK_TCK)"; '
+    'for p in $(pgrep -g "$pg"); do cat "/proc/$p/stat" 2>/dev/null; done'
+)
+
+
+@dataclass
+class NodeMonitors:
+    """The monitors of one node during a campaign."""
+
+    executor: Executor
+    node: str
+    iface: str
+    requested: list[str]
+    status: dict[str, str] = field(default_factory=dict)
+    _stop_signal: dict[int, str] = field(default_factory=dict)
+
+    def check(self, timeout: float = 30.0) -> dict[str, str]:
+        """Find which requested monitors can run here; returns name -> "ok" or a reason."""
+        tools = sorted({t for n in self.requested if n in MONITOR_SPECS
+                        for t in MONITOR_SPECS[n].tools})
+        missing: set[str] = set()
+        if tools:
+            res = self.executor.run(
+                ["sh", "-c", 'for t in "$@"; do command -v "$t" >/dev/null || echo "$t"; done',
+                 "check", *tools], timeout=timeout)
+            missing = set(res.stdout.split())
+        for name in self.requested:
+            if name not in MONITOR_SPECS:
+                self.status[name] = "missing: not available in this runner version"
+                continue
+            lacking = [t for t in MONITOR_SPECS[name].tools if t in missing]
+            self.status[name] = (f"missing: {', '.join(lacking)} not installed on {self.node}"
+                                 if lacking else "ok")
+        return self.status
+
+    def active(self, name: str) -> bool:
+        """True when the monitor was requested and can run on this node."""
+        return self.status.get(name) == "ok"
+
+    def snapshot_lines(self, phase: str, logs: str, pgid: int | None) -> list[str]:
+        """Shell lines taking every snapshot of ``phase`` into ``logs`` (quoted with shlex)."""
+        lines = []
+        for name in self.requested:
+            if not self.active(name):
+                continue
+            for snap in MONITOR_SPECS[name].snapshots(self.iface):
+                out = shlex.quote(f"{logs}/{snap.file}-{phase}.txt")
+                err = shlex.quote(f"{logs}/monitor-errors.txt")
+                lines.append(f"{shlex.join(snap.argv)} >{out} 2>>{err} || "
+                             f"echo {shlex.quote(name)} {phase} exit $? >>{err}")
+        if pgid is not None:
+            out = shlex.quote(f"{logs}/proc-{phase}.txt")
+            lines.append(f"sh -c {shlex.quote(_PROC_TIMES)} sh {int(pgid)} >{out} 2>&1")
+        return lines
+
+    def snapshot(self, phase: str, logs: str, pgid: int | None = None,
+                 timeout: float = 60.0) -> None:
+        """Take the ``before``/``after`` snapshots (and the CPU times of group ``pgid``)."""
+        lines = self.snapshot_lines(phase, logs, pgid)
+        if lines:
+            self.executor.run(["sh", "-c", "\n".join(lines)], timeout=timeout)
+
+    def start_series(self, logs: str, server_pgid: int | None = None) -> list[Background]:
+        """Start the background samplers; pidstat follows the server's process group."""
+        procs = []
+        for name in self.requested:
+            if not self.active(name):
+                continue
+            for series in MONITOR_SPECS[name].series(self.iface):
+                proc = self.executor.start(
+                    list(series.argv), stdout=f"{logs}/{series.file}.txt",
+                    stderr=f"{logs}/{series.file}.err", env=series.env)
+                self._stop_signal[proc.pgid] = series.stop_signal
+                procs.append(proc)
+        if server_pgid is not None and self.active("pidstat"):
+            pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
+                                     timeout=10, check=False).stdout.strip()
+            if pids:
+                procs.append(self.executor.start(
+                    list(pidstat_argv(pids)), stdout=f"{logs}/pidstat.txt",
+                    stderr=f"{logs}/pidstat.err", env=SYSSTAT_ENV))
+        return procs
+
+    def stop_series(self, procs: list[Background]) -> None:
+        """Stop the samplers with their signal (SIGINT lets sysstat flush; KILL after 3 s)."""
+        by_signal: dict[str, list[Background]] = {}
+        for proc in procs:
+            by_signal.setdefault(self._stop_signal.pop(proc.pgid, "INT"), []).append(proc)
+        for sig, group in by_signal.items():
+            self.executor.stop_many(group, grace=3, sig=sig)
+
+    def client_pidstat_argv(self) -> tuple[str, ...] | None:
+        """pidstat argv prefix for the client wrapper (PIDs appended there), if active."""
+        return pidstat_argv("{pid}") if self.active("pidstat") else None
