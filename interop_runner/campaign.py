@@ -145,7 +145,8 @@ class Campaign:
                 nodes.append(server)
                 client = Node.connect(cname, ccfg, campaign_id, timeout)
                 nodes.append(client)
-                meta["hosts"] = {n.name: n.collect_facts() for n in nodes}
+                meta["hosts"] = {n.name: n.collect_facts(directory / "hosts" / n.name)
+                                 for n in nodes}
                 meta["hosts"]["management"] = _management_facts()
                 prepared = self._prepare(server, client, meta)
                 write_json_atomic(directory / "campaign.json", meta, overwrite=True)

@@ -16,11 +16,12 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .config import NodeConfig, SSHConfig
 from .executor import (CommandFailed, Executor, ExecutorError, Result, SSHExecutor,
                        SSHTarget)
+from .hostfacts import FACTS_SCRIPT, split_sections, summarize_facts
 from .implementations import ImplementationMeta
 from .units import format_iec
 
@@ -49,7 +50,7 @@ class Node:
     executor: Executor
     campaign_id: str
     command_timeout: float = 120.0
-    facts: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def connect(cls, name: str, cfg: NodeConfig, campaign_id: str,
@@ -111,14 +112,18 @@ class Node:
                 f"{self.name}: {where} has {format_iec(avail)} free, the campaign needs "
                 f"{format_iec(need_bytes)} (lower file_size or free space)")
 
-    def collect_facts(self) -> dict[str, str]:
-        """Basic host facts: kernel, CPU model, cores, hostname."""
-        script = (
-            'echo "kernel=$(uname -r)"; echo "hostname=$(uname -n)"; echo "cores=$(nproc)"; '
-            "echo \"cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)\""
-        )
-        out = self.run(["sh", "-c", script]).stdout
-        self.facts = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    def collect_facts(self, raw_dir: Path | None = None) -> dict[str, Any]:
+        """Host facts (CPU, NUMA, NIC, offloads, rings, IRQs, sysctls) in one round trip.
+
+        The raw text of every section is written to ``raw_dir/<section>.txt`` when given.
+        """
+        out = self.run(["sh", "-c", FACTS_SCRIPT, "facts", self.cfg.interface]).stdout
+        sections = split_sections(out)
+        if raw_dir is not None:
+            raw_dir.mkdir(parents=True, exist_ok=True)
+            for name, text in sections.items():
+                (raw_dir / f"{name}.txt").write_text(text + "\n")
+        self.facts = summarize_facts(sections)
         return self.facts
 
     def install(self, meta: ImplementationMeta, timeout: float) -> str | None:
