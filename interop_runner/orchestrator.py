@@ -24,10 +24,11 @@ from .units import goodput_mbps
 # the client and its descendants; pidstat is reaped only afterwards).
 _TIMED = (
     'o=$0; e=$1; ps=$2; shift 2; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e" & c=$!; '
-    'if [ -n "$ps" ]; then S_TIME_FORMAT=ISO LC_ALL=C pidstat -h -H -u -r -w -t -p "$c" 1 '
+    'if [ -n "$ps" ]; then S_TIME_FORMAT=ISO LC_ALL=C TZ=UTC pidstat -h -H -u -r -w -t -p "$c" 1 '
     '>"$ps" 2>&1 & m=$!; fi; '
     'wait "$c"; rc=$?; f=$EPOCHREALTIME; '
-    'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' "$s" "$f" "$rc"; times; '
+    'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d, "pid": %d}\\n\' '
+    '"$s" "$f" "$rc" "$c"; times; '
     'if [ -n "$ps" ]; then kill -INT "$m" 2>/dev/null; wait "$m"; fi; exit 0'
 )
 # Wait until the server listens on the port or its process has exited.
@@ -271,6 +272,7 @@ class Attempt:
         rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
         rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
         rec.client.exit_code = int(timing["exit_code"])
+        rec.client.pid = int(timing["pid"])
         user, _, system = out[-1].partition(" ")
         rec.client.cpu_user_s, rec.client.cpu_system_s = _seconds(user), _seconds(system)
         if rec.client.exit_code != 0:

@@ -45,6 +45,7 @@ class Side:
     exit_code: int | None = None
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None
+    pid: int | None = None
 
 
 @dataclass

@@ -54,4 +54,16 @@ for gomod in "$ROOT"/implementations/*/go.mod; do
   [[ -e $gomod ]] || continue
   (cd "$(dirname "$gomod")" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$go_bin" mod download)
 done
+# Flame graphs (management node): inferno from crates.io, pinned.
+INFERNO_VERSION=0.12.8
+cargo_bin=$(command -v cargo || true)
+[[ -n $cargo_bin ]] || cargo_bin=$HOME/.cargo/bin/cargo
+if [[ -x $cargo_bin ]] && "$cargo_bin" install --list | grep -q "^inferno v$INFERNO_VERSION:"; then
+  :
+elif [[ -x $cargo_bin ]]; then
+  log "building inferno $INFERNO_VERSION (flame graphs)"
+  "$cargo_bin" install -q inferno --version "$INFERNO_VERSION" --locked
+else
+  log "cargo not found: flame graphs (inferno) unavailable; install Rust to get them"
+fi
 log "done"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-# S_TIME_FORMAT=ISO makes sysstat print ISO dates/times instead of locale-dependent ones.
-SYSSTAT_ENV = {"S_TIME_FORMAT": "ISO", "LC_ALL": "C"}
+# S_TIME_FORMAT=ISO makes sysstat print ISO dates; TZ=UTC makes its clock times UTC, which is
+# what the parsers assume (mpstat JSON has only a clock, no epoch).
+SYSSTAT_ENV = {"S_TIME_FORMAT": "ISO", "LC_ALL": "C", "TZ": "UTC"}
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ MONITOR_SPECS: dict[str, MonitorSpec] = {
         MonitorSpec(
             "ifstat", ("ifstat",),
             series=lambda iface: [SeriesCommand(
-                "ifstat", ("ifstat", "-i", iface, "-n", "-t", "-b", "1"), {"LC_ALL": "C"},
-                "TERM")],
-            description="per-second receive/transmit rate of the data interface (kbit/s)"),
+                "ifstat", ("ifstat", "-i", iface, "-n", "-t", "-b", "1"),
+                {"LC_ALL": "C", "TZ": "UTC"}, "TERM")],
+            description="per-second receive/transmit rate of the data interface (ifstat's "
+                        "Kbps = 1024 bit/s)"),
         MonitorSpec(
             "qlog", (),
             description="qlog files of implementations that support QLOGDIR (compressed)"),

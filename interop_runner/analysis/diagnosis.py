@@ -1,0 +1,80 @@
+"""What limited a run: one label per successful attempt, from the collected data.
+
+Rules, applied in this order (the first that fires wins; see docs/diagnosis.md):
+
+1. ``link_rate`` — goodput reached at least ``LINK_SHARE`` of the narrowest rate on the path:
+   the NIC speed of either node or a tbf/htb rate limit on a data interface.
+2. ``receive_buffer_drops`` — a receiving UDP socket dropped datagrams because its buffer was
+   full (``UdpRcvbufErrors``) on either node, at least ``DROP_MIN`` datagrams and at least
+   ``DROP_SHARE`` of the datagrams that node received.
+3. ``server_cpu`` / ``client_cpu`` — the busier of the two processes used at least
+   ``CPU_BUSY_PCT`` % of one core, or the node's cores were saturated (mpstat: busy at least
+   ``CORES_BUSY_PCT`` % averaged over all cores) — then the busier process is the limit.
+4. ``undetermined`` — none of the above, or the data needed was not collected.
+
+Failed attempts get no label (missing), so they never count as a diagnosis.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import pandas as pd
+
+LABELS = ("link_rate", "receive_buffer_drops", "server_cpu", "client_cpu", "undetermined")
+LINK_SHARE = 0.85  # goodput counts file bytes only; headers and ACKs use the rest
+DROP_MIN = 10
+DROP_SHARE = 0.001
+CPU_BUSY_PCT = 90.0
+CORES_BUSY_PCT = 90.0
+
+
+def _num(row: Mapping[Any, Any], key: str) -> float | None:
+    value = row.get(key)
+    if value is None or value is pd.NA:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
+    """Label one attempt; returns ``(label, reason)``, ``(None, None)`` for failed attempts."""
+    if row.get("status") != "ok":
+        return None, None
+    goodput = _num(row, "goodput_mbps")
+    link = _num(row, "link_rate_mbps")
+    if goodput is not None and link is not None and goodput >= LINK_SHARE * link:
+        return "link_rate", f"goodput {goodput:.0f} Mbit/s >= {LINK_SHARE:.0%} of {link:.0f} Mbit/s"
+    for role in ("client", "server"):
+        drops = _num(row, f"{role}_udp_rcvbuf_errors")
+        received = _num(row, f"{role}_udp_in_datagrams")
+        if drops is not None and drops >= DROP_MIN and (
+                received is None or drops >= DROP_SHARE * (received + drops)):
+            share = f" ({drops / (received + drops):.2%})" if received is not None else ""
+            return "receive_buffer_drops", f"{role} dropped {drops:.0f} datagrams{share}"
+    server, client = _num(row, "server_cpu_pct"), _num(row, "client_cpu_pct")
+    if server is not None or client is not None:
+        side, pct = max((("server", server), ("client", client)),
+                        key=lambda item: -1.0 if item[1] is None else item[1])
+        assert pct is not None
+        if pct >= CPU_BUSY_PCT:
+            return f"{side}_cpu", f"{side} process used {pct:.0f} % of a core"
+        cores = [c for c in (_num(row, "server_cores_busy_pct"), _num(row, "client_cores_busy_pct"))
+                 if c is not None]
+        if cores and max(cores) >= CORES_BUSY_PCT:
+            return f"{side}_cpu", (f"cores {max(cores):.0f} % busy; {side} is the busier "
+                                   f"process ({pct:.0f} % of a core)")
+    return "undetermined", "no rule fired (or the data was not collected)"
+
+
+def add_bottleneck(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add ``bottleneck`` (category) and ``bottleneck_reason`` columns to a results frame."""
+    labels = [diagnose(row) for row in frame.to_dict("records")]
+    frame = frame.copy()
+    frame["bottleneck"] = pd.Categorical([lab for lab, _ in labels], categories=list(LABELS))
+    frame["bottleneck_reason"] = pd.array([why for _, why in labels], dtype="string")
+    return frame

@@ -1,0 +1,189 @@
+"""Per-attempt monitor columns: parse the raw files of one attempt into flat, typed values.
+
+Column names are role-prefixed and unit-suffixed where the unit is not in the counter's own
+name: ``client_cpu_pct``, ``client_udp_rcvbuf_errors``, ``server_tx_bytes`` (sysfs),
+``server_nic_<counter>`` (every ethtool -S total, delta), ``client_nstat_<Counter>`` (every
+nstat counter, delta), ``server_qdisc_rate_mbps``. A monitor whose files are missing or not
+understood contributes no columns and a reason in ``monitors_missing``; it never stops loading.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ..parsers import (ParseError, counter_delta, cpu_pct, ethtool_delta, mean_cpu_pct,
+                       parse_ethtool_stats, parse_mpstat_json, parse_nstat, parse_pidstat,
+                       parse_proc_times, parse_sysfs_stats, parse_tc_qdisc)
+
+ROLES = ("server", "client")
+
+# nstat counters that get a friendly column name (the rest keep their nstat name).
+NSTAT_NAMES = {
+    "UdpInDatagrams": "udp_in_datagrams",
+    "UdpOutDatagrams": "udp_out_datagrams",
+    "UdpRcvbufErrors": "udp_rcvbuf_errors",
+    "UdpSndbufErrors": "udp_sndbuf_errors",
+    "UdpInErrors": "udp_in_errors",
+    "UdpNoPorts": "udp_no_ports",
+    "TcpRetransSegs": "tcp_retrans_segs",
+    "TcpOutSegs": "tcp_out_segs",
+    "TcpInSegs": "tcp_in_segs",
+}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def _pair(side: Path, name: str) -> tuple[str, str] | None:
+    before, after = _read(side / f"{name}-before.txt"), _read(side / f"{name}-after.txt")
+    if before is None or after is None:
+        return None
+    return before, after
+
+
+class _Collector:
+    """Accumulates columns and missing-monitor reasons for one attempt."""
+
+    def __init__(self, requested: dict[str, dict[str, str]]) -> None:
+        self.cols: dict[str, Any] = {}
+        self.missing: list[str] = []
+        self.requested = requested
+
+    def wanted(self, role: str, monitor: str) -> bool:
+        status = self.requested.get(role, {}).get(monitor)
+        if status is None:
+            return False
+        if status != "ok":
+            self.missing.append(f"{role}.{monitor}: {status}")
+            return False
+        return True
+
+    def attempt(self, role: str, monitor: str, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except ParseError as exc:
+            self.missing.append(f"{role}.{monitor}: {exc}")
+        except (OSError, ValueError, KeyError, IndexError) as exc:
+            self.missing.append(f"{role}.{monitor}: {type(exc).__name__}: {exc}")
+
+
+def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Monitor-derived columns of one attempt and the reasons for what is missing."""
+    col = _Collector(run.get("monitors") or {})
+    start_ns, end_ns = run.get("start_ns"), run.get("end_ns")
+    window = (start_ns / 1e9, end_ns / 1e9) if start_ns and end_ns else None
+    measured = run.get("status") == "ok" or start_ns is not None
+    for role in ROLES:
+        side = attempt / role
+        p = f"{role}_"
+        cols = col.cols
+
+        if role == "client":
+            c = run.get("client") or {}
+            if c.get("cpu_user_s") is not None and run.get("duration_s"):
+                cols[p + "cpu_pct"] = 100.0 * (c["cpu_user_s"] + c["cpu_system_s"]) / \
+                    run["duration_s"]
+        elif measured:
+            def server_cpu() -> None:
+                pair = _pair(side, "proc")
+                if pair is None:
+                    raise ParseError("no proc snapshots")
+                value = cpu_pct(parse_proc_times(pair[0]), parse_proc_times(pair[1]))
+                if value is not None:
+                    cols[p + "cpu_pct"] = value
+            col.attempt(role, "cpu", server_cpu)
+
+        if not measured:
+            continue
+
+        if col.wanted(role, "sysfs"):
+            def sysfs() -> None:
+                pair = _pair(side, "sysfs")
+                if pair is None:
+                    raise ParseError("snapshot files missing")
+                for key, value in counter_delta(parse_sysfs_stats(pair[0]),
+                                                parse_sysfs_stats(pair[1])).items():
+                    cols[p + key] = value
+            col.attempt(role, "sysfs", sysfs)
+
+        if col.wanted(role, "ethtool"):
+            def ethtool() -> None:
+                pair = _pair(side, "ethtool")
+                if pair is None:
+                    raise ParseError("snapshot files missing")
+                delta = ethtool_delta(parse_ethtool_stats(pair[0]), parse_ethtool_stats(pair[1]))
+                for key, value in delta.totals.items():
+                    cols[p + "nic_" + key] = value
+            col.attempt(role, "ethtool", ethtool)
+
+        if col.wanted(role, "nstat"):
+            def nstat() -> None:
+                pair = _pair(side, "nstat")
+                if pair is None:
+                    raise ParseError("snapshot files missing")
+                for key, value in counter_delta(parse_nstat(pair[0]), parse_nstat(pair[1])).items():
+                    cols[p + NSTAT_NAMES.get(key, "nstat_" + key)] = value
+            col.attempt(role, "nstat", nstat)
+
+        if col.wanted(role, "tc"):
+            def tc() -> None:
+                pair = _pair(side, "tc")
+                if pair is None:
+                    raise ParseError("snapshot files missing")
+                before, after = parse_tc_qdisc(pair[0]), parse_tc_qdisc(pair[1])
+                rates = [q.rate_bit_s for q in after if q.rate_bit_s]
+                if rates:
+                    cols[p + "qdisc_rate_mbps"] = min(rates) / 1e6
+                drops_before = sum(q.dropped or 0 for q in before if q.entity == "qdisc")
+                drops_after = sum(q.dropped or 0 for q in after if q.entity == "qdisc")
+                if drops_after >= drops_before:
+                    cols[p + "qdisc_dropped"] = drops_after - drops_before
+            col.attempt(role, "tc", tc)
+
+        if col.wanted(role, "pidstat"):
+            def pidstat() -> None:
+                text = _read(side / "pidstat.txt")
+                if text is None:
+                    raise ParseError("pidstat.txt missing")
+                samples = parse_pidstat(text)
+                lo, hi = window if window else (None, None)
+                mean = mean_cpu_pct(samples, lo, hi)
+                if mean is not None:
+                    cols[p + "pidstat_cpu_pct"] = mean
+                threads: dict[int, list[float]] = {}
+                for s in samples:
+                    if s.tid is not None and s.cpu_pct is not None and s.timestamp is not None \
+                            and (window is None or lo <= s.timestamp <= hi + 1):  # type: ignore[operator]
+                        threads.setdefault(s.tid, []).append(s.cpu_pct)
+                if threads:
+                    cols[p + "max_thread_cpu_pct"] = max(sum(v) / len(v)
+                                                         for v in threads.values())
+            col.attempt(role, "pidstat", pidstat)
+
+        if col.wanted(role, "mpstat"):
+            def mpstat() -> None:
+                text = _read(side / "mpstat.txt")
+                if text is None:
+                    raise ParseError("mpstat.txt missing")
+                busy = [100.0 - s.idle for s in parse_mpstat_json(text, cpus={"all"})
+                        if s.idle is not None and s.timestamp is not None and (
+                            window is None or window[0] <= s.timestamp <= window[1] + 1)]
+                if busy:
+                    cols[p + "cores_busy_pct"] = sum(busy) / len(busy)
+            col.attempt(role, "mpstat", mpstat)
+    return col.cols, col.missing
+
+
+def link_rate_mbps(cols: dict[str, Any], hosts: dict[str, Any]) -> float | None:
+    """Narrowest rate on the path: qdisc rate limits of either node, NIC speeds from facts."""
+    rates = [cols[k] for k in ("server_qdisc_rate_mbps", "client_qdisc_rate_mbps") if k in cols]
+    for facts in hosts.values():
+        speed = facts.get("nic_speed_mbps") if isinstance(facts, dict) else None
+        if speed:
+            rates.append(float(speed))
+    return min(rates) if rates else None

@@ -1,0 +1,38 @@
+"""Parsers: pure functions from monitor tool output (text) to typed records.
+
+No I/O: every function takes the text the caller read. Output a parser does not understand
+raises :class:`ParseError` (the caller records the monitor as missing with its ``reason``).
+Counters a tool does not print are absent from the result, never 0.
+"""
+
+from .common import ParseError, counter_delta
+from .ethtool import EthtoolStats, ethtool_delta, parse_ethtool_stats
+from .ifstat import IfstatSample, parse_ifstat
+from .netstat import parse_netstat_s, parse_nstat
+from .proc import ProcTimes, cpu_pct, parse_proc_times
+from .sysfs import parse_sysfs_stats
+from .sysstat import MpstatSample, PidstatSample, mean_cpu_pct, parse_mpstat_json, parse_pidstat
+from .tc import QdiscStats, parse_tc_qdisc
+
+__all__ = [
+    "ParseError",
+    "counter_delta",
+    "EthtoolStats",
+    "parse_ethtool_stats",
+    "ethtool_delta",
+    "parse_sysfs_stats",
+    "parse_nstat",
+    "parse_netstat_s",
+    "PidstatSample",
+    "parse_pidstat",
+    "mean_cpu_pct",
+    "MpstatSample",
+    "parse_mpstat_json",
+    "QdiscStats",
+    "parse_tc_qdisc",
+    "IfstatSample",
+    "parse_ifstat",
+    "ProcTimes",
+    "parse_proc_times",
+    "cpu_pct",
+]

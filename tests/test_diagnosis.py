@@ -1,0 +1,40 @@
+"""The bottleneck rules on constructed rows (the integration test checks real runs)."""
+
+import pandas as pd
+import pytest
+
+from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
+
+BASE = {"status": "ok", "goodput_mbps": 1000.0, "link_rate_mbps": 10000.0,
+        "server_cpu_pct": 40.0, "client_cpu_pct": 50.0}
+
+
+@pytest.mark.parametrize("change,label", [
+    ({"goodput_mbps": 95.0, "link_rate_mbps": 100.0}, "link_rate"),
+    ({"goodput_mbps": 80.0, "link_rate_mbps": 100.0}, "undetermined"),
+    ({"client_udp_rcvbuf_errors": 5000, "client_udp_in_datagrams": 100000}, "receive_buffer_drops"),
+    ({"server_udp_rcvbuf_errors": 50, "server_udp_in_datagrams": 1000}, "receive_buffer_drops"),
+    ({"client_udp_rcvbuf_errors": 5, "client_udp_in_datagrams": 100000}, "undetermined"),
+    ({"client_udp_rcvbuf_errors": 50, "client_udp_in_datagrams": 10_000_000}, "undetermined"),
+    ({"server_cpu_pct": 99.0}, "server_cpu"),
+    ({"client_cpu_pct": 130.0, "server_cpu_pct": 95.0}, "client_cpu"),
+    ({"client_cores_busy_pct": 97.0}, "client_cpu"),
+    ({"server_cpu_pct": None, "client_cpu_pct": None}, "undetermined"),
+    ({"link_rate_mbps": None, "server_cpu_pct": 99.0}, "server_cpu"),
+])
+def test_rules(change, label):
+    assert diagnose({**BASE, **change})[0] == label
+
+
+def test_order_link_before_drops_and_cpu():
+    row = {**BASE, "goodput_mbps": 98.0, "link_rate_mbps": 100.0, "server_cpu_pct": 100.0,
+           "client_udp_rcvbuf_errors": 1000, "client_udp_in_datagrams": 1000}
+    assert diagnose(row)[0] == "link_rate"
+
+
+def test_failed_attempts_have_no_label():
+    frame = add_bottleneck(pd.DataFrame([{**BASE, "status": "failed"}, BASE,
+                                         {**BASE, "server_cpu_pct": pd.NA}]))
+    assert pd.isna(frame.loc[0, "bottleneck"])
+    assert frame.loc[1, "bottleneck"] == "undetermined"
+    assert "no rule fired" in frame.loc[1, "bottleneck_reason"]
