@@ -34,6 +34,7 @@ sysctl net.core.rmem_default net.core.rmem_max net.core.wmem_default net.core.wm
   net.ipv4.udp_mem net.ipv4.udp_rmem_min net.ipv4.udp_wmem_min net.core.netdev_max_backlog \
   net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_congestion_control 2>/dev/null
 sec qdisc; tc qdisc show dev "$ifc" 2>&1
+exit 0
 '''
 
 _MARK = re.compile(r"^=== (.+) ===$", re.MULTILINE)

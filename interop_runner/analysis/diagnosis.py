@@ -8,8 +8,10 @@ Rules, applied in this order (the first that fires wins; see docs/diagnosis.md):
    full (``UdpRcvbufErrors``) on either node, at least ``DROP_MIN`` datagrams and at least
    ``DROP_SHARE`` of the datagrams that node received.
 3. ``server_cpu`` / ``client_cpu`` — the busier of the two processes used at least
-   ``CPU_BUSY_PCT`` % of one core, or the node's cores were saturated (mpstat: busy at least
-   ``CORES_BUSY_PCT`` % averaged over all cores) — then the busier process is the limit.
+   ``CPU_BUSY_PCT`` % of one core, or a core of the node was saturated (mpstat: the median of
+   a core's per-second busy share during the transfer is at least ``CORE_BUSY_PCT`` %; the
+   network stack's softirq work on that core is not charged to either process) — then the
+   busier process is the limit.
 4. ``undetermined`` — none of the above, or the data needed was not collected.
 
 Failed attempts get no label (missing), so they never count as a diagnosis.
@@ -27,7 +29,7 @@ LINK_SHARE = 0.85  # goodput counts file bytes only; headers and ACKs use the re
 DROP_MIN = 10
 DROP_SHARE = 0.001
 CPU_BUSY_PCT = 90.0
-CORES_BUSY_PCT = 90.0
+CORE_BUSY_PCT = 90.0
 
 
 def _num(row: Mapping[Any, Any], key: str) -> float | None:
@@ -63,10 +65,10 @@ def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
         assert pct is not None
         if pct >= CPU_BUSY_PCT:
             return f"{side}_cpu", f"{side} process used {pct:.0f} % of a core"
-        cores = [c for c in (_num(row, "server_cores_busy_pct"), _num(row, "client_cores_busy_pct"))
-                 if c is not None]
-        if cores and max(cores) >= CORES_BUSY_PCT:
-            return f"{side}_cpu", (f"cores {max(cores):.0f} % busy; {side} is the busier "
+        cores = [c for c in (_num(row, "server_max_core_busy_pct"),
+                             _num(row, "client_max_core_busy_pct")) if c is not None]
+        if cores and max(cores) >= CORE_BUSY_PCT:
+            return f"{side}_cpu", (f"a core was {max(cores):.0f} % busy; {side} is the busier "
                                    f"process ({pct:.0f} % of a core)")
     return "undetermined", "no rule fired (or the data was not collected)"
 

@@ -9,6 +9,7 @@ understood contributes no columns and a reason in ``monitors_missing``; it never
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any, Callable
 
@@ -170,13 +171,31 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
                 text = _read(side / "mpstat.txt")
                 if text is None:
                     raise ParseError("mpstat.txt missing")
-                busy = [100.0 - s.idle for s in parse_mpstat_json(text, cpus={"all"})
-                        if s.idle is not None and s.timestamp is not None and (
-                            window is None or window[0] <= s.timestamp <= window[1] + 1)]
+                per_cpu: dict[int | str, list[tuple[float, float]]] = {}
+                for s in parse_mpstat_json(text):
+                    if s.idle is not None and s.timestamp is not None:
+                        per_cpu.setdefault(s.cpu, []).append((s.timestamp, 100.0 - s.idle))
+                busy = _in_window(per_cpu.pop("all", []), window)
                 if busy:
-                    cols[p + "cores_busy_pct"] = sum(busy) / len(busy)
+                    cols[p + "cores_busy_pct"] = statistics.median(busy)
+                cores = [statistics.median(v) for v in
+                         (_in_window(samples, window) for samples in per_cpu.values()) if v]
+                if cores:
+                    cols[p + "max_core_busy_pct"] = max(cores)
             col.attempt(role, "mpstat", mpstat)
     return col.cols, col.missing
+
+
+def _in_window(samples: list[tuple[float, float]],
+               window: tuple[float, float] | None) -> list[float]:
+    """Values of 1 s samples (stamped at the interval's end) inside the transfer window:
+    the intervals lying wholly inside it, or, for transfers shorter than that, those
+    overlapping it."""
+    if window is None:
+        return [v for _, v in samples]
+    lo, hi = window
+    inside = [v for t, v in samples if t - 1 >= lo and t <= hi]
+    return inside or [v for t, v in samples if t >= lo and t - 1 <= hi]
 
 
 def link_rate_mbps(cols: dict[str, Any], hosts: dict[str, Any]) -> float | None:

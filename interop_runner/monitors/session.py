@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import time
 from dataclasses import dataclass, field
 
 from ..executor import Background, Executor
@@ -16,6 +17,9 @@ _PROC_TIMES = (
 )
 
 
+MIN_SERIES_S = 1.2  # the samplers' interval is 1 s
+
+
 @dataclass
 class NodeMonitors:
     """The monitors of one node during a campaign."""
@@ -26,6 +30,7 @@ class NodeMonitors:
     requested: list[str]
     status: dict[str, str] = field(default_factory=dict)
     _stop_signal: dict[int, str] = field(default_factory=dict)
+    _started: float = 0.0
 
     def check(self, timeout: float = 30.0) -> dict[str, str]:
         """Find which requested monitors can run here; returns name -> "ok" or a reason."""
@@ -75,6 +80,7 @@ class NodeMonitors:
 
     def start_series(self, logs: str, server_pgid: int | None = None) -> list[Background]:
         """Start the background samplers; pidstat follows the server's process group."""
+        self._started = time.monotonic()
         procs = []
         for name in self.requested:
             if not self.active(name):
@@ -95,7 +101,12 @@ class NodeMonitors:
         return procs
 
     def stop_series(self, procs: list[Background]) -> None:
-        """Stop the samplers with their signal (SIGINT lets sysstat flush; KILL after 3 s)."""
+        """Stop the samplers with their signal (SIGINT lets sysstat flush; KILL after 3 s).
+
+        Samplers run at least ``MIN_SERIES_S`` so even a short transfer gets one interval.
+        """
+        if procs:
+            time.sleep(max(0.0, MIN_SERIES_S - (time.monotonic() - self._started)))
         by_signal: dict[str, list[Background]] = {}
         for proc in procs:
             by_signal.setdefault(self._stop_signal.pop(proc.pgid, "INT"), []).append(proc)

@@ -1,0 +1,146 @@
+"""Monitors on the real namespace testbed, and the bottleneck diagnosis on constructed cases."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from interop_runner.analysis import load_results
+from interop_runner.executor import LocalExecutor, SSHExecutor
+from interop_runner.monitors import specs
+from interop_runner.monitors.session import NodeMonitors
+from interop_runner.nodes import ssh_target
+
+from .test_campaign import assert_nodes_clean, campaign, execute
+
+LIGHT = "[ethtool, sysfs, nstat, pidstat, mpstat, tc]"
+
+
+def run_light(tmp_path: Path, body: str, name: str = "light"):
+    cfg = campaign(tmp_path, f"name: {name}\nmonitors: {LIGHT}\n{body}", name=f"{name}.yml")
+    result = execute(cfg, tmp_path)
+    return result, load_results(result.directory)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_light_monitors_columns_and_files(tmp_path, local_testbed):
+    result, df = run_light(tmp_path, """file_size: 256MiB
+repetitions: 1
+pairs: [{server: quic-go, client: quic-go}, {server: tcp-tls, client: tcp-tls}]
+""")
+    assert (df["status"] == "ok").all()
+    assert df["monitors_missing"].isna().all(), df["monitors_missing"].tolist()
+    quic = df[df["server"] == "quic-go"].iloc[0]
+    tcp = df[df["server"] == "tcp-tls"].iloc[0]
+    size = 256 * 2**20
+    assert quic["server_tx_bytes"] >= size and quic["client_rx_bytes"] >= size  # sysfs deltas
+    assert quic["client_udp_in_datagrams"] >= size / 1500  # nstat: one datagram per packet
+    assert quic["server_udp_out_datagrams"] > 0 and quic["client_udp_out_datagrams"] > 0
+    assert tcp["server_tcp_out_segs"] > size / 65536 and tcp["server_udp_in_datagrams"] == 0
+    for row in (quic, tcp):
+        assert 0 < row["server_cpu_pct"] < 250 and 0 < row["client_cpu_pct"] < 250
+        assert 0 < row["client_max_core_busy_pct"] <= 100
+        assert row["link_rate_mbps"] == 10000  # veth speed from the host facts
+        assert row["bottleneck"] in ("server_cpu", "client_cpu", "undetermined")
+    # pidstat samples once per second: the QUIC transfer lasts long enough to have some
+    assert 0 < quic["client_pidstat_cpu_pct"] and 0 < quic["server_pidstat_cpu_pct"]
+    attempt = Path(quic["path"])
+    for side in ("server", "client"):
+        for name in ("ethtool", "sysfs", "nstat", "tc"):
+            assert (attempt / side / f"{name}-before.txt").stat().st_size > 0
+            assert (attempt / side / f"{name}-after.txt").stat().st_size > 0
+        assert json.loads((attempt / side / "mpstat.txt").read_text())["sysstat"]
+        assert "Command" in (attempt / side / "pidstat.txt").read_text()
+    meta = json.loads((result.directory / "campaign.json").read_text())
+    assert meta["monitors"]["client"]["mpstat"] == "ok"
+    assert (result.directory / "hosts" / "server" / "ethtool-k.txt").exists()
+    assert meta["hosts"]["server"]["nic_driver"] == "veth"
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_link_rate_is_diagnosed(tmp_path, local_testbed):
+    _, node = local_testbed.node("server")
+    ssh = SSHExecutor("server", ssh_target(node.ssh))
+    ssh.run(["tc", "qdisc", "replace", "dev", node.interface, "root", "tbf", "rate", "150mbit",
+             "burst", "64kb", "latency", "50ms"], timeout=10)
+    try:
+        _, df = run_light(tmp_path, """file_size: 24MiB
+repetitions: 2
+pairs: [{server: quic-go, client: quic-go}, {server: tcp-tls, client: tcp-tls}]
+""", name="tbf")
+    finally:
+        ssh.run(["tc", "qdisc", "del", "dev", node.interface, "root"], timeout=10)
+        ssh.close()
+    assert (df["status"] == "ok").all()
+    assert (df["link_rate_mbps"] == 150).all() and (df["server_qdisc_rate_mbps"] == 150).all()
+    assert (df["goodput_mbps"] < 150).all()
+    assert df["bottleneck"].tolist() == ["link_rate"] * 4, df["bottleneck_reason"].tolist()
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_receive_buffer_drops_are_diagnosed(tmp_path, local_testbed):
+    """A 16 KiB receive buffer (quic-go run without CAP_NET_ADMIN, so it cannot force more)."""
+    local = LocalExecutor()
+    keys = ["net.core.rmem_max", "net.core.rmem_default"]
+    old = local.run(["sysctl", "-n", *keys], timeout=10).stdout.split()
+    # net.core.rmem_* are global (read-only in child namespaces): set them for the host
+    local.run(["sysctl", "-qw", *[f"{k}=16384" for k in keys]], timeout=10)
+    try:
+        _, df = run_light(tmp_path, """file_size: 128MiB
+repetitions: 2
+client_params: {quic-go: {force_buffers: false}}
+pairs: [{server: quic-go, client: quic-go}]
+""", name="rcvbuf")
+    finally:
+        local.run(["sysctl", "-qw", *[f"{k}={v}" for k, v in zip(keys, old)]], timeout=10)
+    assert (df["status"] == "ok").all()
+    assert (df["client_udp_rcvbuf_errors"] > 100).all()
+    assert df["bottleneck"].tolist() == ["receive_buffer_drops"] * 2
+    assert df["bottleneck_reason"].str.startswith("client dropped").all()
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_unconstrained_run_is_cpu_bound(tmp_path, local_testbed):
+    _, df = run_light(tmp_path, """file_size: 768MiB
+repetitions: 2
+pairs: [{server: quic-go, client: quic-go}]
+""", name="cpu")
+    assert (df["status"] == "ok").all()
+    assert (df["client_udp_rcvbuf_errors"] == 0).all()
+    labels = df["bottleneck"].tolist()
+    assert all(label in ("server_cpu", "client_cpu") for label in labels), \
+        df["bottleneck_reason"].tolist()
+
+
+def test_missing_tool_is_recorded_not_fatal(monkeypatch):
+    monkeypatch.setitem(specs.MONITOR_SPECS, "ethtool", specs.MonitorSpec(
+        "ethtool", ("qir-no-such-tool",), snapshots=specs.MONITOR_SPECS["ethtool"].snapshots))
+    mon = NodeMonitors(LocalExecutor("n1"), "n1", "lo", ["ethtool", "nstat", "perfx"])
+    status = mon.check()
+    assert status["ethtool"] == "missing: qir-no-such-tool not installed on n1"
+    assert status["nstat"] == "ok"
+    assert status["perfx"] == "missing: not available in this runner version"
+    lines = mon.snapshot_lines("before", "/tmp/x", None)
+    assert len(lines) == 1 and lines[0].startswith("nstat -asz >")
+
+
+def test_unparseable_output_is_missing_with_reason(tmp_path):
+    data = Path(__file__).parent / "data" / "results-sample"
+    camp = tmp_path / "camp"
+    shutil.copytree(data, camp)
+    attempt = next(camp.rglob("attempt-1"))
+    (attempt / "client" / "nstat-after.txt").write_text("garbage that is not nstat\n")
+    (attempt / "server" / "mpstat.txt").unlink()
+    df = load_results(camp)
+    row = df.iloc[0]
+    assert "client.nstat:" in row["monitors_missing"]
+    assert "server.mpstat: mpstat.txt missing" in row["monitors_missing"]
+    assert pd.isna(row.get("client_udp_in_datagrams"))  # missing, not 0
+    assert row["server_udp_out_datagrams"] > 0  # the other side and monitors still load
+    assert row["goodput_mbps"] > 0
