@@ -156,8 +156,25 @@ def write_run(directory: Path, record: RunRecord) -> Path:
 
 
 def iter_run_files(root: Path) -> Iterator[Path]:
-    """Every ``run.json`` below ``root`` (a campaign or a results directory), sorted."""
-    yield from sorted(root.rglob("run.json"))
+    """Every ``run.json`` below ``root`` (a campaign or a results directory), sorted.
+
+    Walks directories with ``os.scandir`` and does not descend into attempt directories
+    (those holding a ``run.json``), which keeps this fast for large campaigns.
+    """
+    found: list[str] = []
+    stack = [str(root)]
+    while stack:
+        top = stack.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        if any(e.name == "run.json" and e.is_file() for e in entries):
+            found.append(os.path.join(top, "run.json"))
+            continue
+        stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)
+                  and not e.name.startswith(".")]
+    yield from (Path(p) for p in sorted(found))
 
 
 def read_run(path: Path) -> dict[str, Any]:

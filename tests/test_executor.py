@@ -11,7 +11,20 @@ from interop_runner.executor import CommandFailed, CommandTimeout, LocalExecutor
 
 @pytest.fixture
 def ex():
-    return LocalExecutor("t")
+    """A LocalExecutor that kills every process group a test started, even if it failed."""
+    executor = LocalExecutor("t")
+    started = []
+    real_start = executor.start
+
+    def start(*args, **kwargs):
+        proc = real_start(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    executor.start = start  # type: ignore[method-assign]
+    yield executor
+    for proc in started:
+        executor.kill_group(proc.pgid, grace=0)
 
 
 def test_run_argv_is_not_shell_interpreted(ex, tmp_path):

@@ -144,3 +144,28 @@ def test_unparseable_output_is_missing_with_reason(tmp_path):
     assert pd.isna(row.get("client_udp_in_datagrams"))  # missing, not 0
     assert row["server_udp_out_datagrams"] > 0  # the other side and monitors still load
     assert row["goodput_mbps"] > 0
+
+
+def test_cache_is_used_and_invalidated(tmp_path):
+    camp = tmp_path / "camp"
+    shutil.copytree(Path(__file__).parent / "data" / "results-sample", camp)
+    first = load_results(camp)
+    cache = camp / ".cache" / "attempts.parquet"
+    assert cache.exists()
+    # the cached frame is what the parser gives
+    pd.testing.assert_frame_equal(load_results(camp), first, check_dtype=False)
+    # a changed campaign.json (e.g. a resumed campaign) invalidates the cache
+    meta = json.loads((camp / "campaign.json").read_text())
+    meta["note"] = "touched"
+    (camp / "campaign.json").write_text(json.dumps(meta))
+    stamp = cache.stat().st_mtime_ns
+    load_results(camp)
+    assert cache.stat().st_mtime_ns != stamp
+    # a read-only tree still loads (no cache written)
+    ro = tmp_path / "ro"
+    shutil.copytree(Path(__file__).parent / "data" / "results-sample", ro)
+    subprocess.run(["chattr", "-R", "+i", str(ro)], check=False, capture_output=True)
+    try:
+        assert len(load_results(ro)) == 1
+    finally:
+        subprocess.run(["chattr", "-R", "-i", str(ro)], check=False, capture_output=True)

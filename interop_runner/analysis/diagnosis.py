@@ -73,9 +73,15 @@ def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
     return "undetermined", "no rule fired (or the data was not collected)"
 
 
+_INPUTS = {"status", "goodput_mbps", "link_rate_mbps", "server_cpu_pct", "client_cpu_pct",
+           *(f"{role}_{name}" for role in ("server", "client")
+             for name in ("udp_rcvbuf_errors", "udp_in_datagrams", "max_core_busy_pct"))}
+
+
 def add_bottleneck(frame: pd.DataFrame) -> pd.DataFrame:
     """Add ``bottleneck`` (category) and ``bottleneck_reason`` columns to a results frame."""
-    labels = [diagnose(row) for row in frame.to_dict("records")]
+    needed = [c for c in frame.columns if c in _INPUTS]
+    labels = [diagnose(row) for row in frame[needed].to_dict("records")]
     frame = frame.copy()
     frame["bottleneck"] = pd.Categorical([lab for lab, _ in labels], categories=list(LABELS))
     frame["bottleneck_reason"] = pd.array([why for _, why in labels], dtype="string")

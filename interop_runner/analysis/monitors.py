@@ -13,9 +13,9 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
-from ..parsers import (ParseError, counter_delta, cpu_pct, ethtool_delta, mean_cpu_pct,
-                       parse_ethtool_stats, parse_mpstat_json, parse_nstat, parse_pidstat,
-                       parse_proc_times, parse_sysfs_stats, parse_tc_qdisc)
+from ..parsers import (ParseError, counter_delta, cpu_pct, ethtool_totals_delta,
+                       nstat_delta, parse_mpstat_json, parse_proc_times, pidstat_cpu_summary,
+                       parse_sysfs_stats, parse_tc_qdisc)
 
 ROLES = ("server", "client")
 
@@ -33,9 +33,15 @@ NSTAT_NAMES = {
 }
 
 
+# counter name -> column name, per role (the same few hundred names recur in every attempt)
+_NSTAT_COLUMNS: dict[str, dict[str, str]] = {role: {} for role in ROLES}
+_NIC_COLUMNS: dict[str, dict[str, str]] = {role: {} for role in ROLES}
+
+
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
     except OSError:
         return None
 
@@ -117,9 +123,12 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
                 pair = _pair(side, "ethtool")
                 if pair is None:
                     raise ParseError("snapshot files missing")
-                delta = ethtool_delta(parse_ethtool_stats(pair[0]), parse_ethtool_stats(pair[1]))
-                for key, value in delta.totals.items():
-                    cols[p + "nic_" + key] = value
+                names = _NIC_COLUMNS[role]
+                for key, value in ethtool_totals_delta(pair[0], pair[1]).items():
+                    name = names.get(key)
+                    if name is None:
+                        name = names[key] = p + "nic_" + key
+                    cols[name] = value
             col.attempt(role, "ethtool", ethtool)
 
         if col.wanted(role, "nstat"):
@@ -127,8 +136,12 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
                 pair = _pair(side, "nstat")
                 if pair is None:
                     raise ParseError("snapshot files missing")
-                for key, value in counter_delta(parse_nstat(pair[0]), parse_nstat(pair[1])).items():
-                    cols[p + NSTAT_NAMES.get(key, "nstat_" + key)] = value
+                names = _NSTAT_COLUMNS[role]
+                for key, value in nstat_delta(pair[0], pair[1]).items():
+                    name = names.get(key)
+                    if name is None:
+                        name = names[key] = p + NSTAT_NAMES.get(key, "nstat_" + key)
+                    cols[name] = value
             col.attempt(role, "nstat", nstat)
 
         if col.wanted(role, "tc"):
@@ -151,19 +164,12 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
                 text = _read(side / "pidstat.txt")
                 if text is None:
                     raise ParseError("pidstat.txt missing")
-                samples = parse_pidstat(text)
                 lo, hi = window if window else (None, None)
-                mean = mean_cpu_pct(samples, lo, hi)
+                mean, top = pidstat_cpu_summary(text, lo, hi)
                 if mean is not None:
                     cols[p + "pidstat_cpu_pct"] = mean
-                threads: dict[int, list[float]] = {}
-                for s in samples:
-                    if s.tid is not None and s.cpu_pct is not None and s.timestamp is not None \
-                            and (window is None or lo <= s.timestamp <= hi + 1):  # type: ignore[operator]
-                        threads.setdefault(s.tid, []).append(s.cpu_pct)
-                if threads:
-                    cols[p + "max_thread_cpu_pct"] = max(sum(v) / len(v)
-                                                         for v in threads.values())
+                if top is not None:
+                    cols[p + "max_thread_cpu_pct"] = top
             col.attempt(role, "pidstat", pidstat)
 
         if col.wanted(role, "mpstat"):

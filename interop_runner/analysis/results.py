@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import multiprocessing
 import os
@@ -9,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..store import STATUSES, iter_run_files, read_run, write_json_atomic
@@ -77,25 +80,56 @@ def _rows(files: list[Path], hosts: dict[str, Any]) -> list[dict[str, Any]]:
     return [_row(read_run(p), p, hosts) for p in files]
 
 
-def _parse_rows(files: list[Path], hosts: dict[str, Any]) -> list[dict[str, Any]]:
+_BASE_KEYS = (*COLUMNS, "monitors_missing")
+_Chunk = tuple[list[dict[str, Any]], list[str], np.ndarray]
+
+
+def _chunk(files: list[Path], hosts: dict[str, Any]) -> _Chunk:
+    """Rows split into base values and one float64 matrix of monitor values (cheap to pickle)."""
+    rows = _rows(files, hosts)
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    numeric = [n for n in names if n not in _BASE_KEYS]
+    nan = float("nan")
+    matrix = np.array([[row.get(n, nan) for n in numeric] for row in rows], dtype=np.float64)
+    base = [{k: row.get(k) for k in _BASE_KEYS} for row in rows]
+    return base, numeric, matrix.reshape(len(rows), len(numeric))
+
+
+def _parse(files: list[Path], hosts: dict[str, Any]) -> pd.DataFrame:
+    """Parse attempts (in a process pool for large campaigns) into the results frame."""
+    parts: list[_Chunk]
     if len(files) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
-        return _rows(files, hosts)
-    workers = min(os.cpu_count() or 1, 8)
-    chunks = [files[i::workers] for i in range(workers)]
-    ctx = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        parts = list(pool.map(_rows, chunks, [hosts] * workers))
-    rows = [row for part in parts for row in part]
-    rows.sort(key=lambda r: r["path"])
-    return rows
+        parts = [_chunk(files, hosts)]
+    else:
+        workers = min(os.cpu_count() or 1, 8)
+        chunks = [files[i::workers] for i in range(workers)]
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            parts = list(pool.map(_chunk, chunks, [hosts] * workers))
+    names: dict[str, None] = {}
+    for _, numeric, _ in parts:
+        names.update(dict.fromkeys(numeric))
+    index = {name: i for i, name in enumerate(names)}
+    total = sum(len(base) for base, _, _ in parts)
+    matrix = np.full((total, len(names)), np.nan)
+    base_rows: list[dict[str, Any]] = []
+    for base, numeric, values in parts:
+        if numeric:
+            matrix[len(base_rows):len(base_rows) + len(base),
+                   [index[n] for n in numeric]] = values
+        base_rows += base
+    return _frame(base_rows, list(names), matrix)
 
 
-def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+def _frame(rows: list[dict[str, Any]], numeric: list[str], matrix: np.ndarray) -> pd.DataFrame:
     # object first: int64 nanosecond timestamps must not pass through float64
-    frame = pd.DataFrame(rows, dtype=object)
-    for col in BASE_COLUMNS:
-        if col not in frame:
-            frame[col] = None
+    base = pd.DataFrame({name: pd.Series([row.get(name) for row in rows], dtype=object)
+                         for name in _BASE_KEYS})
+    # Monitor values: one float64 block, NaN for "not measured" (exact below 2^53).
+    frame = pd.concat([base, pd.DataFrame(matrix, columns=numeric)], axis=1) if numeric \
+        else base
     for col, dtype in COLUMNS.items():
         if dtype.startswith("datetime"):
             frame[col] = pd.to_datetime(frame[col], utc=True, format="ISO8601")
@@ -103,20 +137,25 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
             frame[col] = pd.Categorical(frame[col], categories=list(STATUSES))
         else:
             frame[col] = frame[col].astype(dtype)
-    extra = [c for c in frame.columns if c not in COLUMNS]
-    if "monitors_missing" in extra:
-        frame["monitors_missing"] = frame["monitors_missing"].astype("string")
-        extra.remove("monitors_missing")
-    if extra:
-        # Monitor values: float64 with NaN for "not measured" (exact for counters < 2^53).
-        frame[extra] = frame[extra].astype("float64")
+    frame["monitors_missing"] = frame["monitors_missing"].astype("string")
     frame = add_bottleneck(frame)
     return frame.sort_values(["campaign", "server", "client", "repetition", "attempt"],
                              ignore_index=True)
 
 
+@functools.lru_cache(maxsize=1)
+def _code_version() -> str:
+    """Hash of the analysis and parser sources: a changed parser invalidates every cache."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent.parent
+    for path in sorted([*package.glob("analysis/*.py"), *package.glob("parsers/*.py")]):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
-    """What the cache is valid for: campaign.json of a campaign that is no longer running."""
+    """What the cache is valid for: campaign.json of a campaign that is no longer running,
+    and the code that parsed it."""
     meta_file = campaign_dir / "campaign.json"
     try:
         stat = meta_file.stat()
@@ -125,7 +164,8 @@ def _campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
         return None
     if meta.get("status") == "running":
         return None
-    return {"version": CACHE_VERSION, "mtime_ns": stat.st_mtime_ns, "size": stat.st_size}
+    return {"version": CACHE_VERSION, "code": _code_version(), "mtime_ns": stat.st_mtime_ns,
+            "size": stat.st_size}
 
 
 def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
@@ -143,7 +183,7 @@ def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
     except (OSError, ValueError):
         hosts = {}
     files = [p for p in iter_run_files(campaign_dir) if CACHE_DIR not in p.parts]
-    frame = _frame(_parse_rows(files, hosts))
+    frame = _parse(files, hosts)
     if signature is not None:
         try:
             (campaign_dir / CACHE_DIR).mkdir(exist_ok=True)
@@ -179,9 +219,9 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
         if not campaigns:
             loose = [p for p in iter_run_files(root) if CACHE_DIR not in p.parts]
             if loose:
-                frames.append(_frame(_rows(loose, {})))
+                frames.append(_parse(loose, {}))
     if not frames:
-        return _frame([])
+        return _parse([], {})
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return frame.sort_values(["campaign", "server", "client", "repetition", "attempt"],
                              ignore_index=True)

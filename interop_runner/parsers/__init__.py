@@ -6,12 +6,13 @@ Counters a tool does not print are absent from the result, never 0.
 """
 
 from .common import ParseError, counter_delta
-from .ethtool import EthtoolStats, ethtool_delta, parse_ethtool_stats
+from .ethtool import EthtoolStats, ethtool_delta, ethtool_totals_delta, parse_ethtool_stats
 from .ifstat import IfstatSample, parse_ifstat
-from .netstat import parse_netstat_s, parse_nstat
+from .netstat import nstat_delta, parse_netstat_s, parse_nstat
 from .proc import ProcTimes, cpu_pct, parse_proc_times
 from .sysfs import parse_sysfs_stats
-from .sysstat import MpstatSample, PidstatSample, mean_cpu_pct, parse_mpstat_json, parse_pidstat
+from .sysstat import (MpstatSample, PidstatSample, mean_cpu_pct, parse_mpstat_json,
+                      parse_pidstat, pidstat_cpu_summary)
 from .tc import QdiscStats, parse_tc_qdisc
 
 __all__ = [
@@ -20,12 +21,15 @@ __all__ = [
     "EthtoolStats",
     "parse_ethtool_stats",
     "ethtool_delta",
+    "ethtool_totals_delta",
+    "nstat_delta",
     "parse_sysfs_stats",
     "parse_nstat",
     "parse_netstat_s",
     "PidstatSample",
     "parse_pidstat",
     "mean_cpu_pct",
+    "pidstat_cpu_summary",
     "MpstatSample",
     "parse_mpstat_json",
     "QdiscStats",

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from .common import ParseError, counter_delta, excerpt
 
-__all__ = ["EthtoolStats", "parse_ethtool_stats", "ethtool_delta", "QUEUE_SUM_PREFIX"]
+__all__ = ["EthtoolStats", "parse_ethtool_stats", "ethtool_delta", "ethtool_totals_delta",
+           "QUEUE_SUM_PREFIX"]
 
 QUEUE_SUM_PREFIX = "queue_sum."
 
@@ -127,3 +128,48 @@ def ethtool_delta(before: EthtoolStats, after: EthtoolStats) -> EthtoolStats:
         if q in before.per_queue
     }
     return EthtoolStats(totals=counter_delta(before.totals, after.totals), per_queue=per_queue)
+
+
+def ethtool_totals_delta(before: str, after: str) -> dict[str, int]:
+    """``ethtool_delta(parse(before), parse(after)).totals`` computed from the texts directly.
+
+    The tool prints counters in a fixed order, so the two snapshots are compared line by line
+    and only lines that differ are converted (most counters do not move during a run). Falls
+    back to the full parse when the layouts differ. Same result, several times faster.
+    """
+    b_lines, a_lines = before.split("\n"), after.split("\n")
+    if len(b_lines) != len(a_lines) or "\r" in before or "\r" in after:
+        return ethtool_delta(parse_ethtool_stats(before), parse_ethtool_stats(after)).totals
+    cache = _KEY_CACHE
+    globals_: dict[str, int] = {}
+    sums: dict[str, int] = {}
+    for b, a in zip(b_lines, a_lines):
+        raw, sep, value = a.rpartition(": ")
+        if not sep or not value.isdecimal():
+            continue
+        if b == a:
+            diff = 0
+        else:
+            raw_b, _, value_b = b.rpartition(": ")
+            if raw_b != raw or not value_b.isdecimal():
+                return ethtool_delta(parse_ethtool_stats(before),
+                                     parse_ethtool_stats(after)).totals
+            diff = int(value) - int(value_b)
+        cls = cache.get(raw)
+        if cls is None:
+            if len(cache) >= _KEY_CACHE_MAX:
+                cache.clear()
+            cls = cache[raw] = _classify(raw)
+        queue, name = cls
+        if queue < 0:
+            globals_[name] = diff
+        else:
+            sums[name] = sums.get(name, 0) + diff
+    if not globals_ and not sums:
+        parse_ethtool_stats(after)  # raises the right ParseError
+    clashes = sums.keys() & globals_.keys()
+    totals = {k: v for k, v in globals_.items() if v >= 0}
+    for name, total in sums.items():
+        if total >= 0:
+            totals[QUEUE_SUM_PREFIX + name if name in clashes else name] = total
+    return totals

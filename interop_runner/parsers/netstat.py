@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from .common import ParseError, excerpt
+from .common import ParseError, counter_delta, excerpt
 
-__all__ = ["parse_nstat", "parse_netstat_s"]
+__all__ = ["parse_nstat", "parse_netstat_s", "nstat_delta"]
 
 _NSTAT_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)[ \t]+(\d+)(?:[ \t]+[0-9.]+)?[ \t]*$", re.M)
 
@@ -333,4 +333,36 @@ def parse_netstat_s(text: str) -> dict[str, int]:
         if not text.strip():
             raise ParseError("empty netstat output")
         raise ParseError(f"no netstat -s counters recognised ({excerpt(text)!r})")
+    return out
+
+
+def nstat_delta(before: str, after: str) -> dict[str, int]:
+    """``counter_delta(parse_nstat(before), parse_nstat(after))`` from the texts directly.
+
+    ``nstat -asz`` prints every counter in a fixed order, so unchanged lines are skipped
+    without conversion; falls back to the full parse when the layouts differ.
+    """
+    b_lines, a_lines = before.split("\n"), after.split("\n")
+    if len(b_lines) != len(a_lines):
+        return counter_delta(parse_nstat(before), parse_nstat(after))
+    out: dict[str, int] = {}
+    for b, a in zip(b_lines, a_lines):
+        if not a or a[0] == "#":
+            continue
+        name, _, rest = a.partition(" ")
+        if b == a:
+            if rest:
+                out[name] = 0
+            continue
+        b_name, _, b_rest = b.partition(" ")
+        if b_name != name:
+            return counter_delta(parse_nstat(before), parse_nstat(after))
+        try:
+            diff = int(rest.split(None, 1)[0]) - int(b_rest.split(None, 1)[0])
+        except (ValueError, IndexError):
+            return counter_delta(parse_nstat(before), parse_nstat(after))
+        if diff >= 0:
+            out[name] = diff
+    if not out:
+        return counter_delta(parse_nstat(before), parse_nstat(after))
     return out

@@ -417,3 +417,54 @@ def parse_mpstat_json(
     if not out:
         raise ParseError("no complete mpstat interval")
     return out
+
+
+def pidstat_cpu_summary(
+    text: str, start_s: float | None = None, end_s: float | None = None
+) -> tuple[float | None, float | None]:
+    """(mean process %CPU per interval, highest mean %CPU of one thread) in the window.
+
+    The fast path of :func:`parse_pidstat` + :func:`mean_cpu_pct` for the runner's own
+    ``pidstat -h -H -t`` output (epoch timestamps, TGID/TID columns); other layouts go
+    through the full parser. A sample belongs to the window when its end lies in
+    ``[start_s, end_s + 1]`` (the last interval may end up to 1 s after the transfer).
+    """
+    lines = text.split("\n")
+    header = next((ln.split() for ln in lines if ln.startswith("# Time")), None)
+    if header is None or "TGID" not in header or "%CPU" not in header:
+        samples = parse_pidstat(text)
+        threads: dict[int, list[float]] = {}
+        for s in samples:
+            if s.tid is not None and s.cpu_pct is not None and s.timestamp is not None and \
+                    (start_s is None or s.timestamp >= start_s) and \
+                    (end_s is None or s.timestamp <= end_s + 1):
+                threads.setdefault(s.tid, []).append(s.cpu_pct)
+        top = max((sum(v) / len(v) for v in threads.values()), default=None)
+        return mean_cpu_pct(samples, start_s, None if end_s is None else end_s + 1), top
+    ncols = len(header) - 1  # "#" is not a column
+    tid_i, cpu_i = header.index("TID") - 1, header.index("%CPU") - 1
+    lo = float("-inf") if start_s is None else start_s
+    hi = float("inf") if end_s is None else end_s + 1
+    per_interval: dict[str, float] = {}
+    per_thread: dict[str, list[float]] = {}
+    for line in lines:
+        if not line or line[0] in "#L":
+            continue
+        tokens = line.split()
+        if len(tokens) < ncols:
+            continue
+        try:
+            ts = float(tokens[0])
+            cpu = float(tokens[cpu_i])
+        except ValueError:
+            continue
+        if ts < lo or ts > hi:
+            continue
+        tid = tokens[tid_i]
+        if tid == "-":
+            per_interval[tokens[0]] = per_interval.get(tokens[0], 0.0) + cpu
+        else:
+            per_thread.setdefault(tid, []).append(cpu)
+    mean = sum(per_interval.values()) / len(per_interval) if per_interval else None
+    top = max((sum(v) / len(v) for v in per_thread.values()), default=None)
+    return mean, top
