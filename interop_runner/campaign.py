@@ -188,8 +188,11 @@ class Campaign:
         client.install_ca(server.make_certificate(server.cfg.ip))
         monitors = []
         for node in (server, client):
-            mon = NodeMonitors(node.executor, node.name, node.cfg.interface, list(cfg.monitors))
+            mon = NodeMonitors(node.executor, node.name, node.cfg.interface, list(cfg.monitors),
+                               node.cfg.role, cfg.port, cfg.monitor_options)
             meta["monitors"][node.cfg.role] = mon.check()
+            if mon.perf_event:
+                meta["monitors"][node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
         return Prepared(versions, file_name, sha256, *monitors)
 
@@ -218,7 +221,8 @@ class Campaign:
                 file_size=cfg.file_size, file_sha256=prepared.file_sha256,
                 client_timeout=cfg.client_timeout(),
                 server_ready_timeout=cfg.timeouts.server_ready,
-                keylog=cfg.keylog, qlog=cfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
+                keylog=cfg.keylog or "tcpdump" in cfg.monitors,
+                qlog=cfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
             )
             out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
                               run.repetition, attempt)

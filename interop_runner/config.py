@@ -19,7 +19,7 @@ from .monitors.specs import MONITOR_SPECS
 from .units import parse_size
 
 DEFAULT_FILE_SIZE = 8 * 2**30
-MONITORS = (*MONITOR_SPECS, "perf", "tcpdump")
+MONITORS = tuple(MONITOR_SPECS)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -114,6 +114,30 @@ class Timeouts(_Strict):
     command: float = Field(120, gt=0)
 
 
+class PerfOptions(_Strict):
+    """perf record settings (paper: system-wide, -g, about 2 kHz)."""
+
+    frequency: int = Field(999, ge=1, le=50000)
+    call_graph: Literal["fp", "dwarf"] = "fp"
+    event: str | None = None  # None: cycles where the CPU counts them, else cpu-clock
+    roles: list[Literal["server", "client"]] = ["server", "client"]
+
+
+class TcpdumpOptions(_Strict):
+    """tcpdump settings; the default filter is the measurement's own port."""
+
+    snaplen: int = Field(96, ge=64, le=262144)
+    filter: str | None = None
+    roles: list[Literal["server", "client"]] = ["server", "client"]
+
+
+class MonitorOptions(_Strict):
+    """Options of the monitors that have any."""
+
+    perf: PerfOptions = Field(default_factory=PerfOptions)
+    tcpdump: TcpdumpOptions = Field(default_factory=TcpdumpOptions)
+
+
 class CampaignConfig(_Strict):
     """One measurement campaign."""
 
@@ -128,6 +152,7 @@ class CampaignConfig(_Strict):
     server_params: dict[str, dict[str, Any]] = {}
     client_params: dict[str, dict[str, Any]] = {}
     monitors: list[str] = []
+    monitor_options: MonitorOptions = Field(default_factory=MonitorOptions)
     port: int = Field(4433, ge=1, le=65535)
     keylog: bool = False
     qlog: bool = False

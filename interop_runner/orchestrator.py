@@ -15,6 +15,7 @@ from .executor import Background, CommandTimeout, ExecutorError
 from .implementations import EXIT_UNSUPPORTED, ImplementationMeta
 from .monitors.session import NodeMonitors
 from .nodes import Node
+from .postprocess import process_pcaps, process_perf
 from .store import RunRecord, Side, utc_now
 from .units import goodput_mbps
 
@@ -253,6 +254,8 @@ class Attempt:
             self.cmon.stop_series(cseries)
             self.smon.snapshot("after", self.server_logs, pgid)
             self.cmon.snapshot("after", self.client_logs)
+            self.smon.finish(self.server_logs)
+            self.cmon.finish(self.client_logs)
 
     def _run_client(self, env: dict[str, str]) -> None:
         p, node, rec = self.plan, self.client, self.record
@@ -325,6 +328,12 @@ class Attempt:
                     node.fetch_dir(logs, self.out_dir / sub)
                 except (ExecutorError, OSError) as exc:
                     self.record.warnings.append(f"{node.name}: could not fetch logs: {exc}")
+            if self.smon.active("perf") or self.cmon.active("perf"):
+                process_perf(self.out_dir, self.record)
+            if self.smon.active("tcpdump") or self.cmon.active("tcpdump"):
+                mtu = int(self.server.facts.get("mtu") or 1500)
+                process_pcaps(self.out_dir, self.record, {"server": self.server.cfg.ip,
+                                                          "client": self.client.cfg.ip}, mtu)
             self.client.run(["rm", "-rf", "--", f"{self.client.downloads}/{p.file_name}",
                              self.client_logs], check=False)
             self.server.run(["rm", "-rf", "--", self.server_logs], check=False)

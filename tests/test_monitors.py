@@ -169,3 +169,51 @@ def test_cache_is_used_and_invalidated(tmp_path):
         assert len(load_results(ro)) == 1
     finally:
         subprocess.run(["chattr", "-R", "-i", str(ro)], check=False, capture_output=True)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_perf_tcpdump_ifstat_qlog(tmp_path, local_testbed):
+    from interop_runner.analysis import (load_core_usage, load_cpu_series, load_interface_rates,
+                                         load_perf_categories)
+    from interop_runner.flamegraph import find_flamegraph_tool
+
+    cfg = campaign(tmp_path, """name: heavy
+monitors: [perf, tcpdump, ifstat, qlog, pidstat, mpstat]
+monitor_options: {perf: {frequency: 499}, tcpdump: {snaplen: 128}}
+file_size: 96MiB
+repetitions: 1
+pairs: [{server: quic-go, client: quic-go}, {server: tcp-tls, client: tcp-tls}]
+""", name="heavy.yml")
+    result = execute(cfg, tmp_path)
+    df = load_results(result.directory)
+    assert (df["status"] == "ok").all(), df["reason"].tolist()
+    quic = df[df["server"] == "quic-go"].iloc[0]
+    attempt = Path(quic["path"])
+    for side in ("server", "client"):
+        files = {p.name for p in (attempt / side).iterdir()}
+        assert {"perf.script.zst", "perf-process.folded", "perf-system.folded", "capture.pcap",
+                "pcap-summary.json", "keys.log", "ifstat.txt", "qlog.tar.gz"} <= files, files
+        assert "perf.data" not in files  # converted on the node, not shipped
+        shares = [quic[f"{side}_perf_{c}_share"] for c in
+                  ("packet_io", "crypto", "connection_management", "io", "uncategorized")]
+        assert sum(shares) == pytest.approx(1.0)
+        summary = json.loads((attempt / side / "pcap-summary.json").read_text())
+        captured = quic[f"{side}_pcap_bytes_in"] + quic[f"{side}_pcap_bytes_out"]
+        # tcpdump may lose packets at this rate; then it says so and the summary records it
+        assert captured > 96 * 2**20 or summary["kernel_dropped"] + summary["not_captured"] > 0
+    try:
+        find_flamegraph_tool()
+        svg = (attempt / "server" / "flamegraph.svg").read_text()
+        assert svg.startswith("<?xml") and "quic-go server" in svg
+    except Exception as exc:  # the tool is optional on the management node
+        assert "inferno" in str(exc)
+    run = json.loads((attempt / "run.json").read_text())
+    assert any("segmentation offload" in w for w in run["warnings"])  # veth GSO
+    assert run["monitors"]["server"]["perf.event"] in ("cycles", "cpu-clock")
+    cats = load_perf_categories(result.directory)
+    assert set(cats["category"]) >= {"Packet I/O", "Crypto", "Uncategorized"}
+    assert len(load_cpu_series(result.directory)) > 0
+    assert (load_core_usage(result.directory)["busy_pct"].between(0, 100)).all()
+    rates = load_interface_rates(result.directory)
+    assert rates.loc[rates["role"] == "server", "tx_mbps"].max() > 50
+    assert_nodes_clean(local_testbed)

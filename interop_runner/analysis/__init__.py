@@ -1,5 +1,8 @@
 """Analysis of stored results: DataFrames and summaries. Never runs commands or opens SSH."""
 
+from .diagnosis import add_bottleneck, diagnose
 from .results import COLUMNS, load_results, summarize
+from .series import load_core_usage, load_cpu_series, load_interface_rates, load_perf_categories
 
-__all__ = ["COLUMNS", "load_results", "summarize"]
+__all__ = ["COLUMNS", "add_bottleneck", "diagnose", "load_core_usage", "load_cpu_series",
+           "load_interface_rates", "load_perf_categories", "load_results", "summarize"]

@@ -9,10 +9,14 @@ understood contributes no columns and a reason in ``monitors_missing``; it never
 
 from __future__ import annotations
 
+import functools
+import json
 import statistics
 from pathlib import Path
 from typing import Any, Callable
 
+from ..flamegraph import read_folded
+from ..parsers.perf import Rules, categorize, load_rules
 from ..parsers import (ParseError, counter_delta, cpu_pct, ethtool_totals_delta,
                        nstat_delta, parse_mpstat_json, parse_proc_times, pidstat_cpu_summary,
                        parse_sysfs_stats, parse_tc_qdisc)
@@ -189,7 +193,39 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
                 if cores:
                     cols[p + "max_core_busy_pct"] = max(cores)
             col.attempt(role, "mpstat", mpstat)
+        if col.wanted(role, "perf") and (side / "perf-process.folded").exists():
+            def perf() -> None:
+                impl = (run.get(role) or {}).get("implementation")
+                for category, share in perf_shares(side / "perf-process.folded", impl).items():
+                    cols[f"{p}perf_{_slug(category)}_share"] = share
+            col.attempt(role, "perf", perf)
+
+        if col.wanted(role, "tcpdump"):
+            def tcpdump() -> None:
+                text = _read(side / "pcap-summary.json")
+                if text is None:
+                    raise ParseError("pcap-summary.json missing")
+                summary = json.loads(text)
+                for key in ("packets_in", "packets_out", "bytes_in", "bytes_out",
+                            "merged_packets", "max_ip_length"):
+                    if summary.get(key) is not None:
+                        cols[f"{p}pcap_{key}"] = summary[key]
+            col.attempt(role, "tcpdump", tcpdump)
     return col.cols, col.missing
+
+
+def _slug(category: str) -> str:
+    return category.lower().replace(" ", "_").replace("/", "")
+
+
+@functools.lru_cache(maxsize=1)
+def _rules() -> Rules:
+    return load_rules()
+
+
+def perf_shares(folded: Path, implementation: str | None) -> dict[str, float]:
+    """Shares of the perf categories (paper Fig. 7) in a folded-stacks file."""
+    return categorize(read_folded(folded), _rules(), implementation)
 
 
 def _in_window(samples: list[tuple[float, float]],

@@ -6,6 +6,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
+from ..config import MonitorOptions
 from ..executor import Background, Executor
 from .specs import MONITOR_SPECS, SYSSTAT_ENV, pidstat_argv
 
@@ -28,7 +29,11 @@ class NodeMonitors:
     node: str
     iface: str
     requested: list[str]
+    role: str = "server"
+    port: int = 4433
+    options: MonitorOptions = field(default_factory=MonitorOptions)
     status: dict[str, str] = field(default_factory=dict)
+    perf_event: str | None = None
     _stop_signal: dict[int, str] = field(default_factory=dict)
     _started: float = 0.0
 
@@ -49,7 +54,20 @@ class NodeMonitors:
             lacking = [t for t in MONITOR_SPECS[name].tools if t in missing]
             self.status[name] = (f"missing: {', '.join(lacking)} not installed on {self.node}"
                                  if lacking else "ok")
+            if name in ("perf", "tcpdump") and self.status[name] == "ok" and \
+                    self.role not in getattr(self.options, name).roles:
+                self.status[name] = f"off: not enabled for the {self.role} (monitor_options)"
+        if self.active("perf"):
+            self.perf_event = self.options.perf.event or self._default_perf_event()
         return self.status
+
+    def _default_perf_event(self) -> str:
+        """cycles where the CPU counts them (bare metal), else the cpu-clock software event."""
+        res = self.executor.run(["perf", "stat", "-x,", "-e", "cycles", "--", "true"],
+                                timeout=30, check=False)
+        text = res.stdout + res.stderr
+        return "cycles" if res.ok and "not supported" not in text and \
+            "not counted" not in text else "cpu-clock"
 
     def active(self, name: str) -> bool:
         """True when the monitor was requested and can run on this node."""
@@ -91,6 +109,23 @@ class NodeMonitors:
                     stderr=f"{logs}/{series.file}.err", env=series.env)
                 self._stop_signal[proc.pgid] = series.stop_signal
                 procs.append(proc)
+        if self.active("perf") and self.perf_event:
+            call_graph = ["-g"] if self.options.perf.call_graph == "fp" else \
+                ["--call-graph", "dwarf,16384"]
+            procs.append(self.executor.start(
+                ["perf", "record", "-a", "-F", str(self.options.perf.frequency), "-e",
+                 self.perf_event, *call_graph, "-o", f"{logs}/perf.data"],
+                stdout=f"{logs}/perf.log", stderr=f"{logs}/perf.err"))
+        if self.active("tcpdump"):
+            opts = self.options.tcpdump
+            bpf = opts.filter or f"udp port {self.port} or tcp port {self.port}"
+            procs.append(self.executor.start(
+                ["tcpdump", "-i", self.iface, "-n", "--immediate-mode", "-B", "16384", "-s",
+                 str(opts.snaplen), "-w", f"{logs}/capture.pcap", *shlex.split(bpf)],
+                stdout=f"{logs}/tcpdump.log", stderr=f"{logs}/tcpdump.err"))
+            # the transfer must not start before the capture does
+            self.executor.run(["sh", "-c", 'until grep -q "listening on" "$0" 2>/dev/null; do '
+                               'sleep 0.01; done', f"{logs}/tcpdump.err"], timeout=10)
         if server_pgid is not None and self.active("pidstat"):
             pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
                                      timeout=10, check=False).stdout.strip()
@@ -101,7 +136,8 @@ class NodeMonitors:
         return procs
 
     def stop_series(self, procs: list[Background]) -> None:
-        """Stop the samplers with their signal (SIGINT lets sysstat flush; KILL after 3 s).
+        """Stop the samplers with their signal (SIGINT lets sysstat and perf flush; KILL after
+        10 s).
 
         Samplers run at least ``MIN_SERIES_S`` so even a short transfer gets one interval.
         """
@@ -111,7 +147,17 @@ class NodeMonitors:
         for proc in procs:
             by_signal.setdefault(self._stop_signal.pop(proc.pgid, "INT"), []).append(proc)
         for sig, group in by_signal.items():
-            self.executor.stop_many(group, grace=3, sig=sig)
+            self.executor.stop_many(group, grace=10, sig=sig)
+
+    def finish(self, logs: str, timeout: float = 600.0) -> None:
+        """Post-process on the node after the samplers stopped: perf.data -> perf script
+        text, compressed (the binary perf.data needs the node's symbols to be read)."""
+        if self.active("perf"):
+            self.executor.run(
+                ["sh", "-c", 'if [ -s "$0/perf.data" ]; then perf script -i "$0/perf.data" '
+                 '-F +pid --no-inline 2>"$0/perf-script.err" | zstd -q -T0 -o '
+                 '"$0/perf.script.zst"; fi; rm -f "$0/perf.data" "$0/perf.data.old"', logs],
+                timeout=timeout, check=False)
 
     def client_pidstat_argv(self) -> tuple[str, ...] | None:
         """pidstat argv prefix for the client wrapper (PIDs appended there), if active."""

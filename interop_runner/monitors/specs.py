@@ -78,6 +78,14 @@ MONITOR_SPECS: dict[str, MonitorSpec] = {
         MonitorSpec(
             "qlog", (),
             description="qlog files of implementations that support QLOGDIR (compressed)"),
+        MonitorSpec(
+            "perf", ("perf", "zstd"),
+            description="system-wide CPU profile (perf record -a -g), folded stacks, categories "
+                        "and a flame graph"),
+        MonitorSpec(
+            "tcpdump", ("tcpdump",),
+            description="packet capture of the measurement port (snap length configurable) with "
+                        "the TLS key log beside it, and a pcap summary"),
     )
 }
 
