@@ -222,9 +222,10 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
                 frames.append(_parse(loose, {}))
     if not frames:
         return _parse([], {})
-    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    return frame.sort_values(["campaign", "server", "client", "repetition", "attempt"],
-                             ignore_index=True)
+    if len(frames) == 1:
+        return frames[0]  # already sorted by _frame (or as cached)
+    return pd.concat(frames, ignore_index=True).sort_values(
+        ["campaign", "server", "client", "repetition", "attempt"], ignore_index=True)
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
