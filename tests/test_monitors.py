@@ -107,15 +107,18 @@ pairs: [{server: quic-go, client: quic-go}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_unconstrained_run_is_cpu_bound(tmp_path, local_testbed):
-    _, df = run_light(tmp_path, """file_size: 768MiB
-repetitions: 2
+    """Server and client share 2 cores here: CPU is what limits them. On a noisy VM a single
+    run may see no saturated core (then `undetermined`), so 3 runs, and never a wrong label."""
+    _, df = run_light(tmp_path, """file_size: 640MiB
+repetitions: 3
 pairs: [{server: quic-go, client: quic-go}]
 """, name="cpu")
     assert (df["status"] == "ok").all()
     assert (df["client_udp_rcvbuf_errors"] == 0).all()
     labels = df["bottleneck"].tolist()
-    assert all(label in ("server_cpu", "client_cpu") for label in labels), \
-        df["bottleneck_reason"].tolist()
+    reasons = df["bottleneck_reason"].tolist()
+    assert all(label in ("server_cpu", "client_cpu", "undetermined") for label in labels), reasons
+    assert sum(label in ("server_cpu", "client_cpu") for label in labels) >= 2, reasons
 
 
 def test_missing_tool_is_recorded_not_fatal(monkeypatch):

@@ -8,10 +8,10 @@ Rules, applied in this order (the first that fires wins; see docs/diagnosis.md):
    full (``UdpRcvbufErrors``) on either node, at least ``DROP_MIN`` datagrams and at least
    ``DROP_SHARE`` of the datagrams that node received.
 3. ``server_cpu`` / ``client_cpu`` — the busier of the two processes used at least
-   ``CPU_BUSY_PCT`` % of one core, or a core of the node was saturated (mpstat: the median of
-   a core's per-second busy share during the transfer is at least ``CORE_BUSY_PCT`` %; the
-   network stack's softirq work on that core is not charged to either process) — then the
-   busier process is the limit.
+   ``CPU_BUSY_PCT`` % of one core, or the node's CPUs were saturated (mpstat medians over the
+   transfer: one core at least ``CORE_BUSY_PCT`` % busy, or all cores together at least
+   ``CORES_BUSY_PCT`` %; the network stack's softirq work is not charged to either process,
+   and a multi-threaded process spreads over cores) — then the busier process is the limit.
 4. ``undetermined`` — none of the above, or the data needed was not collected.
 
 Failed attempts get no label (missing), so they never count as a diagnosis.
@@ -30,6 +30,7 @@ DROP_MIN = 10
 DROP_SHARE = 0.001
 CPU_BUSY_PCT = 90.0
 CORE_BUSY_PCT = 90.0
+CORES_BUSY_PCT = 85.0
 
 
 def _num(row: Mapping[Any, Any], key: str) -> float | None:
@@ -65,17 +66,25 @@ def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
         assert pct is not None
         if pct >= CPU_BUSY_PCT:
             return f"{side}_cpu", f"{side} process used {pct:.0f} % of a core"
-        cores = [c for c in (_num(row, "server_max_core_busy_pct"),
-                             _num(row, "client_max_core_busy_pct")) if c is not None]
-        if cores and max(cores) >= CORE_BUSY_PCT:
-            return f"{side}_cpu", (f"a core was {max(cores):.0f} % busy; {side} is the busier "
+        core = max((c for c in (_num(row, "server_max_core_busy_pct"),
+                                _num(row, "client_max_core_busy_pct")) if c is not None),
+                   default=None)
+        cores = max((c for c in (_num(row, "server_cores_busy_pct"),
+                                 _num(row, "client_cores_busy_pct")) if c is not None),
+                    default=None)
+        if core is not None and core >= CORE_BUSY_PCT:
+            return f"{side}_cpu", (f"a core was {core:.0f} % busy; {side} is the busier "
+                                   f"process ({pct:.0f} % of a core)")
+        if cores is not None and cores >= CORES_BUSY_PCT:
+            return f"{side}_cpu", (f"all cores {cores:.0f} % busy; {side} is the busier "
                                    f"process ({pct:.0f} % of a core)")
     return "undetermined", "no rule fired (or the data was not collected)"
 
 
 _INPUTS = {"status", "goodput_mbps", "link_rate_mbps", "server_cpu_pct", "client_cpu_pct",
            *(f"{role}_{name}" for role in ("server", "client")
-             for name in ("udp_rcvbuf_errors", "udp_in_datagrams", "max_core_busy_pct"))}
+             for name in ("udp_rcvbuf_errors", "udp_in_datagrams", "max_core_busy_pct",
+                          "cores_busy_pct"))}
 
 
 def add_bottleneck(frame: pd.DataFrame) -> pd.DataFrame:
