@@ -220,3 +220,26 @@ pairs: [{server: quic-go, client: quic-go}, {server: tcp-tls, client: tcp-tls}]
     rates = load_interface_rates(result.directory)
     assert rates.loc[rates["role"] == "server", "tx_mbps"].max() > 50
     assert_nodes_clean(local_testbed)
+
+
+def test_bnxt_counters_wide_and_per_queue(tmp_path):
+    """Real bnxt ethtool -S snapshots (10G fixtures) in a stored attempt: every counter as a
+    column, the per-queue deltas in the long frame."""
+    from interop_runner.analysis import load_nic_queues
+    from interop_runner.parsers import parse_ethtool_stats
+
+    data = Path(__file__).parent / "data"
+    camp = tmp_path / "camp"
+    shutil.copytree(data / "results-sample", camp)
+    attempt = next(camp.rglob("attempt-1"))
+    start = (data / "parsers" / "qir10g-lsquic-server-ethtool-start.txt").read_text()
+    stop = (data / "parsers" / "qir10g-lsquic-server-ethtool-stop.txt").read_text()
+    (attempt / "server" / "ethtool-before.txt").write_text(start)
+    (attempt / "server" / "ethtool-after.txt").write_text(stop)
+    row = load_results(camp, cache=False).iloc[0]
+    b, a = parse_ethtool_stats(start).per_queue, parse_ethtool_stats(stop).per_queue
+    expected = sum(a[q]["rx_ucast_packets"] - b[q]["rx_ucast_packets"] for q in a)
+    assert row["server_nic_rx_ucast_packets"] == expected > 0
+    queues = load_nic_queues(camp)
+    rx = queues[(queues["role"] == "server") & (queues["counter"] == "rx_ucast_packets")]
+    assert rx["delta"].sum() == expected and rx["queue"].nunique() == len(a)

@@ -2,7 +2,8 @@
 
 from .diagnosis import add_bottleneck, diagnose
 from .results import COLUMNS, load_results, summarize
-from .series import load_core_usage, load_cpu_series, load_interface_rates, load_perf_categories
+from .series import (load_core_usage, load_cpu_series, load_interface_rates, load_nic_queues,
+                     load_perf_categories)
 
 __all__ = ["COLUMNS", "add_bottleneck", "diagnose", "load_core_usage", "load_cpu_series",
-           "load_interface_rates", "load_perf_categories", "load_results", "summarize"]
+           "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results", "summarize"]

@@ -50,10 +50,11 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _pair(side: Path, name: str) -> tuple[str, str] | None:
+def _pair(side: Path, name: str) -> tuple[str, str]:
+    """The before/after snapshot texts of a monitor; ParseError when one is missing."""
     before, after = _read(side / f"{name}-before.txt"), _read(side / f"{name}-after.txt")
     if before is None or after is None:
-        return None
+        raise ParseError(f"{name} snapshot files missing")
     return before, after
 
 
@@ -102,8 +103,6 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
         elif measured:
             def server_cpu() -> None:
                 pair = _pair(side, "proc")
-                if pair is None:
-                    raise ParseError("no proc snapshots")
                 value = cpu_pct(parse_proc_times(pair[0]), parse_proc_times(pair[1]))
                 if value is not None:
                     cols[p + "cpu_pct"] = value
@@ -115,8 +114,6 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
         if col.wanted(role, "sysfs"):
             def sysfs() -> None:
                 pair = _pair(side, "sysfs")
-                if pair is None:
-                    raise ParseError("snapshot files missing")
                 for key, value in counter_delta(parse_sysfs_stats(pair[0]),
                                                 parse_sysfs_stats(pair[1])).items():
                     cols[p + key] = value
@@ -125,8 +122,6 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
         if col.wanted(role, "ethtool"):
             def ethtool() -> None:
                 pair = _pair(side, "ethtool")
-                if pair is None:
-                    raise ParseError("snapshot files missing")
                 names = _NIC_COLUMNS[role]
                 for key, value in ethtool_totals_delta(pair[0], pair[1]).items():
                     name = names.get(key)
@@ -138,8 +133,6 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
         if col.wanted(role, "nstat"):
             def nstat() -> None:
                 pair = _pair(side, "nstat")
-                if pair is None:
-                    raise ParseError("snapshot files missing")
                 names = _NSTAT_COLUMNS[role]
                 for key, value in nstat_delta(pair[0], pair[1]).items():
                     name = names.get(key)
@@ -151,8 +144,6 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
         if col.wanted(role, "tc"):
             def tc() -> None:
                 pair = _pair(side, "tc")
-                if pair is None:
-                    raise ParseError("snapshot files missing")
                 before, after = parse_tc_qdisc(pair[0]), parse_tc_qdisc(pair[1])
                 rates = [q.rate_bit_s for q in after if q.rate_bit_s]
                 if rates:

@@ -9,7 +9,8 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from ..parsers import ParseError, parse_ifstat, parse_mpstat_json, parse_pidstat
+from ..parsers import (ParseError, ethtool_delta, parse_ethtool_stats, parse_ifstat,
+                       parse_mpstat_json, parse_pidstat)
 from ..store import iter_run_files, read_run
 from .monitors import ROLES, perf_shares
 
@@ -100,3 +101,24 @@ def load_perf_categories(*paths: Path | str) -> pd.DataFrame:
     frame = pd.DataFrame(out)
     return frame if not frame.empty else pd.DataFrame(columns=[*ID_COLUMNS, "scope",
                                                                "category", "share"])
+
+
+def load_nic_queues(*paths: Path | str) -> pd.DataFrame:
+    """Per-queue NIC counter deltas (``ethtool -S`` before/after), one row per queue and
+    counter: how traffic spread over the NIC's queues (RSS), per attempt and role."""
+    out: list[dict[str, Any]] = []
+    for attempt, run in _attempts(paths):
+        for role in ROLES:
+            side = attempt / role
+            try:
+                before = parse_ethtool_stats((side / "ethtool-before.txt").read_text())
+                after = parse_ethtool_stats((side / "ethtool-after.txt").read_text())
+            except (OSError, ParseError):
+                continue
+            ids = _ids(run, role)
+            for queue, counters in ethtool_delta(before, after).per_queue.items():
+                out += [{**ids, "queue": queue, "counter": name, "delta": value}
+                        for name, value in counters.items()]
+    frame = pd.DataFrame(out)
+    return frame if not frame.empty else pd.DataFrame(columns=[*ID_COLUMNS, "queue",
+                                                               "counter", "delta"])
