@@ -49,6 +49,13 @@ if [[ ! -x $ROOT/.venv/bin/python ]]; then
 fi
 "$ROOT/.venv/bin/pip" install -q -r "$ROOT/requirements.txt"
 
+log "Python wheels for implementations (offline installs on the nodes)"
+mkdir -p /var/cache/qir/wheels
+for req in "$ROOT"/implementations/*/requirements.txt; do
+  [[ -e $req ]] || continue
+  "$ROOT/.venv/bin/pip" download -q --only-binary=:all: --dest /var/cache/qir/wheels -r "$req"
+done
+
 log "Go modules for implementations (offline builds on the nodes)"
 for gomod in "$ROOT"/implementations/*/go.mod; do
   [[ -e $gomod ]] || continue

@@ -483,7 +483,14 @@ Link = dict[str, Any]
 def _links(ns: str | None) -> dict[str, Link]:
     """All links of a namespace (None: the root namespace) as ``ip -j -d addr`` objects."""
     res = _ip("-j", "-d", "addr", "show", ns=ns, check=False)
-    if not res.ok or not res.stdout.strip():
+    if not res.ok:
+        if ns is not None and not _ns_exists(ns):
+            return {}
+        # Never mistake a failing `ip` for "no links": up() would then re-create existing ones.
+        tail = (res.stderr.strip().splitlines() or ["?"])[-1]
+        raise TestbedError(f"local testbed: cannot list the links of "
+                           f"{ns or 'the root namespace'}: {tail}")
+    if not res.stdout.strip():
         return {}
     return {link["ifname"]: link for link in json.loads(res.stdout)}
 

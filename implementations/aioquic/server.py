@@ -1,0 +1,113 @@
+"""HTTP/3 file server on aioquic (interop-runner contract: IP, PORT, WWW, CERTS, ...).
+
+Follows the I/O path of aioquic's examples/http3_server.py: asyncio ``serve()`` with a
+QuicConnectionProtocol subclass driving an H3Connection. Files are streamed in 64 KiB chunks;
+the sender waits while the stream's send buffer is above a high-water mark, so memory stays
+bounded for files of any size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from aioquic.asyncio import QuicConnectionProtocol, serve
+from aioquic.h3.connection import H3Connection
+from aioquic.h3.events import H3Event, HeadersReceived
+from aioquic.quic.events import ProtocolNegotiated, QuicEvent, StreamReset
+
+from common import CHUNK, Backpressure, configuration, log
+
+WWW = Path(os.environ.get("WWW", "/www")).resolve()
+
+
+class H3Server(QuicConnectionProtocol):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._http: H3Connection | None = None
+        self._pressure = Backpressure(self._quic)
+        self._tasks: set[asyncio.Task] = set()
+        self._reset: set[int] = set()
+
+    def transmit(self) -> None:
+        super().transmit()
+        self._pressure.wake()
+
+    def quic_event_received(self, event: QuicEvent) -> None:
+        if isinstance(event, ProtocolNegotiated):
+            self._http = H3Connection(self._quic)
+        elif isinstance(event, StreamReset):
+            self._reset.add(event.stream_id)
+        if self._http is not None:
+            for h3_event in self._http.handle_event(event):
+                self._h3_event(h3_event)
+
+    def _h3_event(self, event: H3Event) -> None:
+        if isinstance(event, HeadersReceived):
+            headers = dict(event.headers)
+            task = asyncio.ensure_future(self._respond(event.stream_id, headers))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _send_headers(self, stream_id: int, status: int, length: int | None,
+                      end: bool) -> None:
+        headers = [(b":status", str(status).encode()), (b"server", b"qir-aioquic")]
+        if length is not None:
+            headers.append((b"content-length", str(length).encode()))
+        self._http.send_headers(stream_id, headers, end_stream=end)
+        self.transmit()
+
+    async def _respond(self, stream_id: int, headers: dict[bytes, bytes]) -> None:
+        method = headers.get(b":method", b"")
+        raw = headers.get(b":path", b"/").decode(errors="replace").split("?", 1)[0]
+        path = (WWW / raw.lstrip("/")).resolve()
+        if method != b"GET":
+            self._send_headers(stream_id, 405, 0, True)
+            return
+        if WWW not in path.parents or not path.is_file():
+            log(f"404 {raw}")
+            self._send_headers(stream_id, 404, 0, True)
+            return
+        try:
+            with open(path, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                self._send_headers(stream_id, 200, size, size == 0)
+                sent = 0
+                while sent < size:
+                    await self._pressure.wait(stream_id)
+                    if stream_id in self._reset or self._pressure.closed():
+                        log(f"stream {stream_id} aborted after {sent} bytes")
+                        return
+                    data = f.read(CHUNK)
+                    if not data:
+                        raise OSError(f"{path} shrank to {sent} bytes")
+                    sent += len(data)
+                    self._http.send_data(stream_id, data, end_stream=sent >= size)
+                    self.transmit()
+        except (ConnectionError, OSError) as exc:
+            log(f"stream {stream_id}: {exc}")
+
+
+async def main() -> int:
+    ip = os.environ.get("IP", "::")
+    port = int(os.environ.get("PORT", "4433"))
+    certs = Path(os.environ.get("CERTS", "/certs"))
+    cfg = configuration(is_client=False)
+    cfg.load_cert_chain(certs / "cert.pem", certs / "priv.key")
+    server = await serve(ip, port, configuration=cfg, create_protocol=H3Server)
+    log(f"listening on {ip}:{port}, serving {WWW}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()  # closes connections, so QuicFileLogger writes the qlog files
+    await asyncio.sleep(0.1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
