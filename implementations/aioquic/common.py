@@ -25,9 +25,8 @@ def configuration(is_client: bool) -> QuicConfiguration:
     cfg = QuicConfiguration(is_client=is_client, alpn_protocols=H3_ALPN,
                             max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA,
                             idle_timeout=30.0)
-    cc = os.environ.get("PARAM_CONGESTION_CONTROL", "")
-    if cc:
-        cfg.congestion_control_algorithm = cc
+    # CUBIC unless asked otherwise: the paper runs every stack with CUBIC where it has it
+    cfg.congestion_control_algorithm = os.environ.get("PARAM_CONGESTION_CONTROL") or "cubic"
     keylog = os.environ.get("SSLKEYLOGFILE", "")
     if keylog:
         cfg.secrets_log_file = open(keylog, "a", buffering=1)  # noqa: SIM115 (process lifetime)
