@@ -70,7 +70,7 @@ def test_link_rate_is_diagnosed(tmp_path, local_testbed):
     ssh.run(["tc", "qdisc", "replace", "dev", node.interface, "root", "tbf", "rate", "150mbit",
              "burst", "64kb", "latency", "50ms"], timeout=10)
     try:
-        _, df = run_light(tmp_path, """file_size: 24MiB
+        _, df = run_light(tmp_path, """file_size: 64MiB
 repetitions: 2
 pairs: [{server: quic-go, client: quic-go}, {server: tcp-tls, client: tcp-tls}]
 """, name="tbf")
