@@ -76,9 +76,12 @@ def test_background_start_wait_stop(ex, tmp_path):
 
 def test_stop_escalates_to_kill(ex, tmp_path):
     out = str(tmp_path / "o")
-    proc = ex.start(["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"], stdout=out,
-                    stderr=out + ".err")
-    time.sleep(0.2)
+    proc = ex.start(["sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"],
+                    stdout=out, stderr=out + ".err")
+    deadline = time.monotonic() + 20  # until the trap is installed, however slow the machine
+    while open(out).read() != "ready\n":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     t0 = time.monotonic()
     ex.stop(proc, grace=1)
     assert not ex.alive(proc)
@@ -107,13 +110,17 @@ def test_stop_many_with_sigint(ex, tmp_path):
     # with SIGINT ignored, so a plain sh trap could not catch it).
     prog = ("import signal, sys, time\n"
             "signal.signal(signal.SIGINT, lambda *a: (print('got-int', flush=True), sys.exit(7)))\n"
+            "print('ready', flush=True)\n"
             "time.sleep(60)\n")
     procs = [ex.start(["python3", "-c", prog], stdout=str(tmp_path / f"o{i}"),
                       stderr=str(tmp_path / f"e{i}")) for i in range(2)]
     done = ex.start(["true"], stdout=str(tmp_path / "d"), stderr=str(tmp_path / "de"))
     ex.wait(done, timeout=5)
-    time.sleep(0.2)
+    deadline = time.monotonic() + 20  # until both handlers are installed, however slow
+    while not all((tmp_path / f"o{i}").read_text() == "ready\n" for i in range(2)):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     codes = ex.stop_many([*procs, done], grace=3, sig="INT")
     assert codes == [7, 7, 0]
     assert all(not ex.alive(p) for p in procs)
-    assert (tmp_path / "o0").read_text() == "got-int\n"
+    assert (tmp_path / "o0").read_text() == "ready\ngot-int\n"
