@@ -79,7 +79,7 @@ def test_stop_escalates_to_kill(ex, tmp_path):
     proc = ex.start(["sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"],
                     stdout=out, stderr=out + ".err")
     deadline = time.monotonic() + 20  # until the trap is installed, however slow the machine
-    while open(out).read() != "ready\n":
+    while not os.path.exists(out) or open(out).read() != "ready\n":
         assert time.monotonic() < deadline
         time.sleep(0.01)
     t0 = time.monotonic()
@@ -117,7 +117,8 @@ def test_stop_many_with_sigint(ex, tmp_path):
     done = ex.start(["true"], stdout=str(tmp_path / "d"), stderr=str(tmp_path / "de"))
     ex.wait(done, timeout=5)
     deadline = time.monotonic() + 20  # until both handlers are installed, however slow
-    while not all((tmp_path / f"o{i}").read_text() == "ready\n" for i in range(2)):
+    while not all((tmp_path / f"o{i}").exists() and (tmp_path / f"o{i}").read_text() == "ready\n"
+                  for i in range(2)):
         assert time.monotonic() < deadline
         time.sleep(0.01)
     codes = ex.stop_many([*procs, done], grace=3, sig="INT")
