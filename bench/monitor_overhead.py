@@ -17,9 +17,11 @@ from pathlib import Path
 
 from common import Campaign, CampaignConfig, load_testbed, local, machine
 
+from interop_runner.monitors import LIGHT_SET
+
 MODES: dict[str, list[str]] = {
     "none": [],
-    "light": ["ethtool", "sysfs", "nstat", "pidstat", "mpstat"],
+    "light": list(LIGHT_SET),
     "perf": ["perf"],
     "tcpdump": ["tcpdump"],
 }

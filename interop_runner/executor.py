@@ -262,6 +262,14 @@ class Executor(ABC):
         except ExecutorError:
             pass
 
+    def missing_tools(self, tools: Sequence[str], timeout: float = 30.0) -> list[str]:
+        """The commands of ``tools`` that are not on the node's PATH (one round trip)."""
+        if not tools:
+            return []
+        res = self.run(["sh", "-c", 'for t in "$@"; do command -v "$t" >/dev/null || '
+                        'echo "$t"; done', "check", *tools], timeout=timeout)
+        return res.stdout.split()
+
     def write_text(self, remote: str, text: str, mode: int = 0o644) -> None:
         """Write text (UTF-8) to a file on the node."""
         self.write_bytes(remote, text.encode(), mode)

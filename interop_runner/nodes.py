@@ -101,8 +101,7 @@ class Node:
 
     def preflight(self, need_bytes: int, where: str) -> None:
         """Check tools and free space in ``where`` (created if missing)."""
-        missing = self.run(["sh", "-c", 'for t in "$@"; do command -v "$t" >/dev/null || '
-                            'echo "$t"; done', "check", *REQUIRED_TOOLS]).stdout.split()
+        missing = self.executor.missing_tools(REQUIRED_TOOLS, self.command_timeout)
         if missing:
             raise PreflightError(f"{self.name}: missing tools: {', '.join(missing)}")
         self.run(["mkdir", "-p", where, self.cfg.workdir])

@@ -20,7 +20,8 @@ from .store import RunRecord, Side, utc_now
 from .units import goodput_mbps
 
 # Client wrapper: $0 stdout file, $1 stderr file, $2 pidstat output file ("" = none), rest =
-# command. The client runs as a child so pidstat can follow its PID. Prints one JSON line, then
+# command. The client runs as a child so pidstat (same flags as monitors.specs.pidstat_argv)
+# can follow its PID. Prints one JSON line, then
 # bash's `times` (its second line: user and system CPU time of the waited-for children, i.e.
 # the client and its descendants; pidstat is reaped only afterwards).
 _TIMED = (

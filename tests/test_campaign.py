@@ -133,13 +133,13 @@ pairs:
 @pytest.mark.usefixtures("local_testbed")
 def test_failing_client_is_recorded_and_next_repetition_runs(tmp_path, local_testbed,
                                                              monkeypatch):
-    cfg_path = campaign(tmp_path, f"""name: failing
+    cfg_path = campaign(tmp_path, """name: failing
 file_size: 4MiB
 repetitions: 3
-timeouts: {{client: 4}}
+timeouts: {client: 4}
 pairs:
-  - {{server: tcp-tls, client: tcp-tls}}
-  - {{server: quic-go, client: quic-go}}
+  - {server: tcp-tls, client: tcp-tls}
+  - {server: quic-go, client: quic-go}
 """)
     patch_client_env(monkeypatch, 1, lambda env: env.update(  # nothing listens on 4999
         REQUESTS=env["REQUESTS"].replace(":4433/", ":4999/")))

@@ -125,3 +125,8 @@ def test_stop_many_with_sigint(ex, tmp_path):
     assert codes == [7, 7, 0]
     assert all(not ex.alive(p) for p in procs)
     assert (tmp_path / "o0").read_text() == "ready\ngot-int\n"
+
+
+def test_missing_tools(ex):
+    assert ex.missing_tools(["sh", "qir-no-such-tool", "ls"]) == ["qir-no-such-tool"]
+    assert ex.missing_tools([]) == []

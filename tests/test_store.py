@@ -3,7 +3,6 @@
 import json
 import os
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 

@@ -52,7 +52,6 @@ COLUMNS: dict[str, Any] = {
 }
 
 
-BASE_COLUMNS = tuple(COLUMNS)
 CACHE_DIR = ".cache"
 CACHE_VERSION = 1
 PARALLEL_MIN = 200  # attempts; below this a process pool costs more than it saves

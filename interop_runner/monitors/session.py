@@ -41,12 +41,7 @@ class NodeMonitors:
         """Find which requested monitors can run here; returns name -> "ok" or a reason."""
         tools = sorted({t for n in self.requested if n in MONITOR_SPECS
                         for t in MONITOR_SPECS[n].tools})
-        missing: set[str] = set()
-        if tools:
-            res = self.executor.run(
-                ["sh", "-c", 'for t in "$@"; do command -v "$t" >/dev/null || echo "$t"; done',
-                 "check", *tools], timeout=timeout)
-            missing = set(res.stdout.split())
+        missing = set(self.executor.missing_tools(tools, timeout))
         for name in self.requested:
             if name not in MONITOR_SPECS:
                 self.status[name] = "missing: not available in this runner version"
@@ -158,7 +153,3 @@ class NodeMonitors:
                  '-F +pid --no-inline 2>"$0/perf-script.err" | zstd -q -T0 -o '
                  '"$0/perf.script.zst"; fi; rm -f "$0/perf.data" "$0/perf.data.old"', logs],
                 timeout=timeout, check=False)
-
-    def client_pidstat_argv(self) -> tuple[str, ...] | None:
-        """pidstat argv prefix for the client wrapper (PIDs appended there), if active."""
-        return pidstat_argv("{pid}") if self.active("pidstat") else None
