@@ -14,8 +14,8 @@ from .config import CampaignConfig, TestbedConfig
 from .executor import ExecutorError, LocalExecutor
 from .implementations import ImplementationMeta, common_alpn, load_registry
 from .monitors.session import NodeMonitors
-from .nodes import Node
-from .orchestrator import Attempt, AttemptPlan, unsupported_record
+from .nodes import Node, SetupError
+from .orchestrator import Attempt, AttemptPlan, not_run_record
 from .store import (RunRecord, attempt_dir, new_campaign_dir, next_attempt, utc_now,
                     write_json_atomic, write_run)
 
@@ -37,6 +37,7 @@ class Prepared:
     """What preparing the nodes produced: versions, the file to download and its hash."""
 
     versions: dict[str, str | None]
+    setup_errors: dict[str, str]  # "<role>:<implementation>" -> why its setup failed
     file_name: str
     file_sha256: str
     server_monitors: NodeMonitors
@@ -114,6 +115,8 @@ class Campaign:
         self.keep_files = cfg.keep_files if keep_files is None else keep_files
         self.registry = load_registry()
         self.runs = plan_runs(cfg)
+        # called with (message, log tail) when an implementation's setup fails
+        self.on_setup_error: Callable[[str, str], None] | None = None
 
     def _metas(self, role: str) -> list[ImplementationMeta]:
         names = {getattr(p, role) for p in self.cfg.pair_list()}
@@ -174,13 +177,21 @@ class Campaign:
         server.preflight(cfg.file_size + 16 * 2**20, server.cfg.tmpdir)
         client.preflight(cfg.file_size + 16 * 2**20, client.cfg.tmpdir)
         versions: dict[str, str | None] = {}
+        errors: dict[str, str] = {}
         for node, role in ((server, "server"), (client, "client")):
             for impl in self._metas(role):
-                version = node.install(impl, cfg.timeouts.setup)
-                versions[f"{role}:{impl.name}"] = version
-                meta["implementations"][f"{role}:{impl.name}"] = {
-                    "version": version, "declared_version": impl.version,
-                    "source_hash": impl.source_hash(), "node": node.name}
+                key = f"{role}:{impl.name}"
+                entry: dict[str, Any] = {"declared_version": impl.version,
+                                         "source_hash": impl.source_hash(), "node": node.name}
+                try:
+                    entry["version"] = versions[key] = node.install(impl, cfg.timeouts.setup)
+                except SetupError as exc:
+                    # Only the pairs with this implementation fail; the others still run.
+                    errors[key] = str(exc)
+                    entry.update(version=None, setup_error=str(exc), setup_log_tail=exc.tail)
+                    if self.on_setup_error is not None:
+                        self.on_setup_error(str(exc), exc.tail)
+                meta["implementations"][key] = entry
         gen_timeout = max(120.0, cfg.file_size / 50e6)
         file_name = f"goodput-{cfg.file_size}.bin"
         sha256 = server.generate_file(file_name, cfg.file_size, gen_timeout)
@@ -194,7 +205,7 @@ class Campaign:
             if mon.perf_event:
                 meta["monitors"][node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
-        return Prepared(versions, file_name, sha256, *monitors)
+        return Prepared(versions, errors, file_name, sha256, *monitors)
 
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
               progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
@@ -223,13 +234,20 @@ class Campaign:
                 server_ready_timeout=cfg.timeouts.server_ready,
                 keylog=cfg.keylog or "tcpdump" in cfg.monitors,
                 qlog=cfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
+                std_params=cfg.params,
             )
             out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
                               run.repetition, attempt)
             out.mkdir(parents=True)
-            if run.alpn is None:
-                record = unsupported_record(
-                    plan, server, client,
+            broken = [prepared.setup_errors[k] for k in (f"server:{run.server}",
+                                                         f"client:{run.client}")
+                      if k in prepared.setup_errors]
+            if broken:
+                record = not_run_record(plan, server, client, "failed", "; ".join(broken))
+                abort = None
+            elif run.alpn is None:
+                record = not_run_record(
+                    plan, server, client, "unsupported",
                     f"no common protocol: server speaks {', '.join(smeta.alpns)}, "
                     f"client speaks {', '.join(cmeta.alpns)}")
                 abort = None

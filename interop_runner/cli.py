@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from .config import ConfigError, load_campaign
 from .executor import ExecutorError
@@ -14,6 +14,9 @@ from .implementations import RegistryError, load_registry
 from .nodes import PreflightError
 from .store import StoreError
 from .units import format_iec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
           "1 runtime error (node, SSH, preflight), 2 invalid configuration, 3 testbed not "
@@ -70,6 +73,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", type=Path, nargs="+", help="campaign or results directories")
     p.add_argument("-o", "--output", type=Path, required=True,
                    help="output file ending in .parquet or .csv")
+
+    p = sub.add_parser("matrix", help="print the server x client goodput matrix",
+                       description="Median goodput (Mbit/s) of every server x client pair "
+                                   "below RESULTS, with failures per cell (paper Fig. 6); "
+                                   "optionally drawn as a heatmap.")
+    p.add_argument("results", type=Path, nargs="+", help="campaign or results directories")
+    p.add_argument("-o", "--output", type=Path, default=None,
+                   help="also write the heatmap to this image file (.png, .svg, .pdf)")
     return parser
 
 
@@ -98,9 +109,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     for meta in load_registry().values():
         params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
-        print(f"{meta.name:10} {meta.version:12} roles={','.join(meta.roles):14} "
-              f"alpn={','.join(meta.alpns):10} params: {params}")
+        sup = meta.supports
+        flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog") if getattr(sup, n)]
+        print(f"{meta.name:10} {meta.version:14} roles={','.join(meta.roles):14} "
+              f"alpn={','.join(meta.alpns):14} cc={','.join(sup.congestion_control) or '-':16} "
+              f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}")
     return 0
+
+
+def _print_matrix(frame: "pd.DataFrame") -> None:
+    from .analysis import status_matrix
+
+    table = status_matrix(frame)
+    print("\nmedian goodput in Mbit/s; rows: server, columns: client")
+    print(table.to_string())
 
 
 def _testbed_module() -> ModuleType:
@@ -159,6 +181,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         results_root = Path.cwd() / results_root
     campaign = Campaign(cfg, testbed, results_root, keep_files=args.keep_files or None)
 
+    def setup_failed(message: str, tail: str) -> None:
+        print(f"error: {message}; its pairs are recorded as failed. Last lines of its "
+              f"output:", file=sys.stderr)
+        for line in tail.splitlines():
+            print(f"  | {line}", file=sys.stderr)
+
+    campaign.on_setup_error = setup_failed
+
     def progress(it: Iterator, total: int) -> Iterator:  # type: ignore[type-arg]
         if args.no_progress:
             return it
@@ -174,6 +204,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     frame = load_results(result.directory)
     table = summarize(frame)
     print(table.to_string(index=False, na_rep="n/a", float_format=lambda v: f"{v:.1f}"))
+    if frame["server"].nunique() > 1 or frame["client"].nunique() > 1:
+        _print_matrix(frame)
     print(f"\nresults: {result.directory}  ({len(frame)} attempt(s), "
           f"{result.wall_s:.1f} s wall time; goodput in Mbit/s)")
     return 0 if (frame["status"] == "ok").any() else 4
@@ -194,5 +226,29 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    from .analysis import load_results, plot_matrix
+
+    frame = load_results(*args.results)
+    if frame.empty:
+        raise UserError(f"no attempts found below {', '.join(map(str, args.results))}")
+    _print_matrix(frame)
+    if args.output is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ax = plot_matrix(frame)
+        fig = plt.gcf()
+        fig.tight_layout()
+        try:
+            fig.savefig(args.output, dpi=150)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{args.output}: cannot write the heatmap: {exc}") from None
+        print(f"heatmap: {args.output}")
+    return 0
+
+
 _COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "testbed": _cmd_testbed,
-             "list": _cmd_list, "parse": _cmd_parse}
+             "list": _cmd_list, "parse": _cmd_parse, "matrix": _cmd_matrix}

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .implementations import ImplementationMeta, RegistryError, load_registry
 from .monitors.specs import MONITOR_SPECS
+from .params import StandardParams
 from .units import parse_size
 
 DEFAULT_FILE_SIZE = 8 * 2**30
@@ -149,6 +150,7 @@ class CampaignConfig(_Strict):
     servers: list[str] = []
     clients: list[str] = []
     pairs: list[Pair] | None = None
+    params: StandardParams = Field(default_factory=StandardParams)
     server_params: dict[str, dict[str, Any]] = {}
     client_params: dict[str, dict[str, Any]] = {}
     monitors: list[str] = []

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .params import Supports
 from .units import parse_size
 
 IMPLEMENTATIONS_DIR = Path(__file__).resolve().parent.parent / "implementations"
@@ -59,6 +60,7 @@ class ImplementationMeta(BaseModel):
     alpns: list[str] = Field(min_length=1)
     ready: Literal["udp", "tcp"]
     parameters: dict[str, ParameterSpec] = {}
+    supports: Supports = Supports()
     description: str = ""
     path: Path = Path()
 

@@ -33,6 +33,17 @@ class PreflightError(Exception):
     """A node is not fit for the campaign (missing tool, not enough space, ...)."""
 
 
+class SetupError(PreflightError):
+    """An implementation's ``setup`` (build/install) failed; ``tail`` holds its last lines."""
+
+    def __init__(self, message: str, tail: str) -> None:
+        super().__init__(message)
+        self.tail = tail
+
+
+SETUP_TAIL_LINES = 30
+
+
 def ssh_target(cfg: SSHConfig) -> SSHTarget:
     """Translate the config model into the executor's SSH target."""
     return SSHTarget(
@@ -135,8 +146,11 @@ class Node:
         try:
             self.run([f"{target}/setup"], timeout=timeout, env=env, cwd=target)
         except CommandFailed as exc:
-            raise PreflightError(f"{self.name}: setup of {meta.name} failed: "
-                                 f"{exc.result.stderr.strip()[-500:]}") from None
+            out = (exc.result.stdout + "\n" + exc.result.stderr).strip().splitlines()
+            tail = "\n".join(out[-SETUP_TAIL_LINES:])
+            last = out[-1].strip() if out else "no output"
+            raise SetupError(f"{self.name}: setup of {meta.name} failed (exit "
+                             f"{exc.result.exit_code}): {last}", tail) from None
         if meta.has_script("version"):
             res = self.run([f"{target}/version"], env=env, cwd=target, check=False)
             if res.ok and res.stdout.strip():

@@ -15,8 +15,9 @@ from .executor import Background, CommandTimeout, ExecutorError
 from .implementations import EXIT_UNSUPPORTED, ImplementationMeta
 from .monitors.session import NodeMonitors
 from .nodes import Node
+from .params import StandardParams, check_negotiated, parse_negotiated, resolve
 from .postprocess import process_pcaps, process_perf
-from .store import RunRecord, Side, utc_now
+from .store import RunRecord, Side, Status, utc_now
 from .units import goodput_mbps
 
 # Client wrapper: $0 stdout file, $1 stderr file, $2 pidstat output file ("" = none), rest =
@@ -70,16 +71,22 @@ class AttemptPlan:
     keylog: bool = False
     qlog: bool = False
     monitors: dict[str, dict[str, str]] = field(default_factory=dict)
+    std_params: StandardParams = field(default_factory=StandardParams)
 
     @property
     def pair(self) -> str:
         return f"{self.server_meta.name}_{self.client_meta.name}"
 
-
-def _side(meta: ImplementationMeta, version: str | None, node: Node,
-          params: dict[str, Any]) -> Side:
-    return Side(implementation=meta.name, version=version, source_hash=meta.source_hash(),
-                node=node.name, params=dict(params))
+    def side(self, role: str, node: Node) -> Side:
+        """The record of one side before it runs: versions, parameters, unhonoured requests."""
+        meta = self.server_meta if role == "server" else self.client_meta
+        res = resolve(self.std_params, meta.supports, meta.name, keylog=self.keylog,
+                      qlog=self.qlog)
+        return Side(implementation=meta.name,
+                    version=self.server_version if role == "server" else self.client_version,
+                    source_hash=meta.source_hash(), node=node.name,
+                    params=dict(self.server_params if role == "server" else self.client_params),
+                    effective=res.effective, unhonoured=res.unhonoured)
 
 
 def _tail(text: str, n: int = 300) -> str:
@@ -87,15 +94,15 @@ def _tail(text: str, n: int = 300) -> str:
     return lines[-1][:n] if lines else ""
 
 
-def unsupported_record(plan: AttemptPlan, server: Node, client: Node, reason: str) -> RunRecord:
-    """A record for a pair that cannot run at all (e.g. no common protocol)."""
+def not_run_record(plan: AttemptPlan, server: Node, client: Node, status: Status,
+                   reason: str) -> RunRecord:
+    """A record for a pair that cannot run at all (no common protocol, failed setup)."""
     now = utc_now()
     return RunRecord(
         campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
         attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
-        server=_side(plan.server_meta, plan.server_version, server, plan.server_params),
-        client=_side(plan.client_meta, plan.client_version, client, plan.client_params),
-        status="unsupported", reason=reason, file_size=plan.file_size,
+        server=plan.side("server", server), client=plan.side("client", client),
+        params=plan.std_params.model_dump(), status=status, reason=reason, file_size=plan.file_size,
         sha256_expected=plan.file_sha256, started_at=now, finished_at=now,
         monitors=dict(plan.monitors),
     )
@@ -121,9 +128,8 @@ class Attempt:
         self.record = RunRecord(
             campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
             attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
-            server=_side(plan.server_meta, plan.server_version, server, plan.server_params),
-            client=_side(plan.client_meta, plan.client_version, client, plan.client_params),
-            file_size=plan.file_size, sha256_expected=plan.file_sha256,
+            server=plan.side("server", server), client=plan.side("client", client),
+            params=plan.std_params.model_dump(), file_size=plan.file_size, sha256_expected=plan.file_sha256,
             monitors=dict(plan.monitors),
         )
         rel = f"{plan.pair}/{plan.testcase}/{plan.repetition}/attempt-{plan.attempt}"
@@ -144,6 +150,8 @@ class Attempt:
             "SSLKEYLOGFILE": f"{logs}/keys.log" if p.keylog else "",
             "QLOGDIR": f"{logs}/qlog" if p.qlog else "",
         }
+        base.update(resolve(p.std_params, meta.supports, meta.name, keylog=p.keylog,
+                            qlog=p.qlog).env)
         if node.cfg.role == "server":
             base["WWW"] = node.www
         else:
@@ -306,6 +314,20 @@ class Attempt:
             rec.status, rec.reason = "ok", None
             rec.goodput_mbps = goodput_mbps(p.file_size, rec.duration_s)
 
+    def _negotiated(self) -> None:
+        """Read what each library reported after its handshake; flag any mismatch."""
+        for role, side in (("server", self.record.server), ("client", self.record.client)):
+            log = self.out_dir / role / f"{role}.stderr.log"
+            try:
+                text = log.read_text(errors="replace")
+            except OSError:
+                continue
+            side.negotiated = parse_negotiated(text)
+            if side.negotiated:
+                for problem in check_negotiated(side.effective, side.negotiated, self.plan.alpn):
+                    self.record.warnings.append(f"{role} ({side.implementation}) reports "
+                                                f"{problem}")
+
     def _finish(self, senv: dict[str, str], cenv: dict[str, str]) -> None:
         """Stop the server, run post scripts, fetch logs, remove per-attempt files."""
         p = self.plan
@@ -329,6 +351,7 @@ class Attempt:
                     node.fetch_dir(logs, self.out_dir / sub)
                 except (ExecutorError, OSError) as exc:
                     self.record.warnings.append(f"{node.name}: could not fetch logs: {exc}")
+            self._negotiated()
             if self.smon.active("perf") or self.cmon.active("perf"):
                 process_perf(self.out_dir, self.record)
             if self.smon.active("tcpdump") or self.cmon.active("tcpdump"):

@@ -24,7 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
-SCHEMA_VERSION = 1
+# 2: standard parameters (params, Side.effective/unhonoured/negotiated); version 1 files load
+SCHEMA_VERSION = 2
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 
@@ -42,6 +43,11 @@ class Side:
     source_hash: str | None = None
     node: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    # standard parameters as this side runs them, requests it could not honour, and what the
+    # library itself reported after the handshake (QIR_NEGOTIATED line; None: not reported)
+    effective: dict[str, Any] = field(default_factory=dict)
+    unhonoured: list[dict[str, Any]] = field(default_factory=list)
+    negotiated: dict[str, Any] | None = None
     exit_code: int | None = None
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None
@@ -61,6 +67,7 @@ class RunRecord:
     status: Status = "failed"
     reason: str | None = None
     alpn: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
     file_size: int | None = None
     bytes_received: int | None = None
     sha256_expected: str | None = None

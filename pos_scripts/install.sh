@@ -22,6 +22,15 @@ for pkg in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
   [[ $status == "install ok installed" ]] || missing+=("$pkg")
 done
+# Debian packages the implementations need (one name per line in implementations/*/apt-packages).
+for list in "$ROOT"/implementations/*/apt-packages; do
+  [[ -e $list ]] || continue
+  while read -r pkg _; do
+    [[ -n $pkg && $pkg != \#* ]] || continue
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [[ $status == "install ok installed" ]] || missing+=("$pkg")
+  done <"$list"
+done
 if ((${#missing[@]})); then
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -61,10 +70,16 @@ for gomod in "$ROOT"/implementations/*/go.mod; do
   [[ -e $gomod ]] || continue
   (cd "$(dirname "$gomod")" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$go_bin" mod download)
 done
-# Flame graphs (management node): inferno from crates.io, pinned.
-INFERNO_VERSION=0.12.8
 cargo_bin=$(command -v cargo || true)
 [[ -n $cargo_bin ]] || cargo_bin=$HOME/.cargo/bin/cargo
+log "Rust crates for implementations (offline builds on the nodes)"
+for manifest in "$ROOT"/implementations/*/Cargo.toml; do
+  [[ -e $manifest ]] || continue
+  [[ -x $cargo_bin ]] || die "cargo not found: $(dirname "$manifest") needs Rust (rustup)"
+  "$cargo_bin" fetch -q --locked --manifest-path "$manifest"
+done
+# Flame graphs (management node): inferno from crates.io, pinned.
+INFERNO_VERSION=0.12.8
 if [[ -x $cargo_bin ]] && "$cargo_bin" install --list | grep -q "^inferno v$INFERNO_VERSION:"; then
   :
 elif [[ -x $cargo_bin ]]; then

@@ -244,7 +244,7 @@ file_size: 1MiB
 repetitions: 2
 pairs: [{server: quic-go, client: quic-go}]
 """)
-    patch_client_env(monkeypatch, 1, lambda env: env.update(ALPN="hq-interop"))
+    patch_client_env(monkeypatch, 1, lambda env: env.update(ALPN="spdy/3"))
     result = execute(cfg_path, tmp_path)
     first, second = result.records
     assert first.status == "unsupported" and first.client.exit_code == 127

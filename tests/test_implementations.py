@@ -11,6 +11,7 @@ from interop_runner.executor import LocalExecutor
 from interop_runner.implementations import (IMPLEMENTATIONS_DIR, ParameterSpec, common_alpn,
                                             load_registry)
 from interop_runner.nodes import Node
+from interop_runner.params import StandardParams
 from interop_runner.orchestrator import Attempt, AttemptPlan
 
 CONTRACT_SERVER = {"ROLE", "TESTCASE", "IP", "PORT", "ALPN", "WWW", "CERTS", "LOGS",
@@ -67,9 +68,11 @@ def test_env_contract(tmp_path):
     plan = AttemptPlan(
         campaign_id="camp_1", testbed="local", testcase="goodput", repetition=2, attempt=1,
         server_meta=reg["quic-go"], client_meta=reg["quic-go"], server_version="v",
-        client_version="v", server_params={"gso": False}, client_params={}, alpn="h3",
-        port=4433, file_name="goodput-10.bin", file_size=10, file_sha256="0" * 64,
-        client_timeout=10, server_ready_timeout=5, keylog=True)
+        client_version="v", server_params={"force_buffers": False}, client_params={},
+        alpn="h3", port=4433, file_name="goodput-10.bin", file_size=10, file_sha256="0" * 64,
+        client_timeout=10, server_ready_timeout=5, keylog=True,
+        std_params=StandardParams(cipher="TLS_AES_256_GCM_SHA384", gso=False,
+                                  socket_rcvbuf="4MiB"))
     server, client = _node("server", tmp_path), _node("client", tmp_path)
     att = Attempt(plan, server, client, tmp_path / "out")
     senv = att._env(server, att.server_logs, plan.server_meta, plan.server_params)
@@ -77,7 +80,17 @@ def test_env_contract(tmp_path):
     assert CONTRACT_SERVER <= set(senv) and CONTRACT_CLIENT <= set(cenv)
     assert senv["ROLE"] == "server" and cenv["ROLE"] == "client"
     assert senv["IP"] == cenv["IP"] == "198.19.0.1"
-    assert senv["PARAM_GSO"] == "0" and "PARAM_GSO" not in cenv
+    assert senv["PARAM_FORCE_BUFFERS"] == "0" and "PARAM_FORCE_BUFFERS" not in cenv
+    for env in (senv, cenv):
+        assert env["CIPHER"] == "TLS_AES_256_GCM_SHA384" and env["GSO"] == "0"
+        assert env["GRO"] == "1" and env["CONGESTION_CONTROL"] == "cubic"
+        assert env["SOCKET_RCVBUF"] == str(4 * 2**20) and env["SOCKET_SNDBUF"] == ""
+    # quic-go runs NewReno only and cannot set its buffers: both recorded, not hidden
+    side = att.record.server
+    assert side.effective["congestion_control"] == "reno"
+    assert side.effective["cipher"] == "TLS_AES_256_GCM_SHA384"
+    assert {u["param"] for u in side.unhonoured} == {"congestion_control", "socket_rcvbuf"}
+    assert att.record.params["cipher"] == "TLS_AES_256_GCM_SHA384"
     assert cenv["REQUESTS"] == "https://198.19.0.1:4433/goodput-10.bin"
     assert senv["WWW"] == f"{tmp_path}/server/tmp/camp_1/www"
     assert cenv["DOWNLOADS"] == f"{tmp_path}/client/tmp/camp_1/downloads"

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 from aioquic.asyncio import QuicConnectionProtocol, connect
 from aioquic.h3.connection import H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
-from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamReset
+from aioquic.quic.events import ConnectionTerminated, HandshakeCompleted, QuicEvent, StreamReset
 
-from common import configuration, log
+from common import apply_socket_buffers, configuration, log, report_negotiated
 
 
 class Download:
@@ -64,7 +64,9 @@ class H3Client(QuicConnectionProtocol):
         return dl
 
     def quic_event_received(self, event: QuicEvent) -> None:
-        if isinstance(event, ConnectionTerminated):
+        if isinstance(event, HandshakeCompleted):
+            report_negotiated(self._quic)
+        elif isinstance(event, ConnectionTerminated):
             for dl in self._downloads.values():
                 dl.finish(f"connection closed: {event.error_code} {event.reason_phrase}")
         elif isinstance(event, StreamReset) and event.stream_id in self._downloads:
@@ -109,6 +111,7 @@ async def main() -> int:
         cfg.load_verify_locations(cafile=str(certs / "ca.pem"))
         async with connect(host, port, configuration=cfg, create_protocol=H3Client) as client:
             client: H3Client
+            apply_socket_buffers(client._transport)
             dls = []
             for url in group:
                 name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or "index.html"

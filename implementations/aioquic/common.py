@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import socket
 import sys
 
 from aioquic.h3.connection import H3_ALPN
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnectionState
 from aioquic.quic.logger import QuicFileLogger
+from aioquic.tls import CipherSuite
 
 CHUNK = 64 * 1024
 # Stream/connection flow-control windows we advertise (aioquic's default is 1 MiB).
@@ -25,8 +28,13 @@ def configuration(is_client: bool) -> QuicConfiguration:
     cfg = QuicConfiguration(is_client=is_client, alpn_protocols=H3_ALPN,
                             max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA,
                             idle_timeout=30.0)
-    # CUBIC unless asked otherwise: the paper runs every stack with CUBIC where it has it
-    cfg.congestion_control_algorithm = os.environ.get("PARAM_CONGESTION_CONTROL") or "cubic"
+    # CUBIC unless asked otherwise: the paper runs every stack with CUBIC where it has it;
+    # aioquic 1.7.2 has reno and cubic (no BBR: the runner records that request as unhonoured)
+    cc = os.environ.get("CONGESTION_CONTROL") or "cubic"
+    cfg.congestion_control_algorithm = cc if cc in ("reno", "cubic") else "cubic"
+    cipher = os.environ.get("CIPHER", "")
+    if cipher:
+        cfg.cipher_suites = [CipherSuite[cipher.removeprefix("TLS_")]]
     keylog = os.environ.get("SSLKEYLOGFILE", "")
     if keylog:
         cfg.secrets_log_file = open(keylog, "a", buffering=1)  # noqa: SIM115 (process lifetime)
@@ -68,3 +76,25 @@ class Backpressure:
                 raise ConnectionError("connection closed while sending")
             self._event.clear()
             await self._event.wait()
+
+
+def report_negotiated(quic) -> None:  # type: ignore[no-untyped-def]
+    """Print the QIR_NEGOTIATED line from aioquic's own state after the handshake."""
+    info = {"alpn": quic.tls.alpn_negotiated}
+    schedule = getattr(quic.tls, "key_schedule", None)  # no public API for the suite
+    if schedule is not None:
+        info["cipher"] = "TLS_" + CipherSuite(schedule.cipher_suite).name
+    cc = getattr(getattr(quic, "_loss", None), "_cc", None)
+    if cc is not None:
+        info["congestion_control"] = type(cc).__name__.removesuffix("CongestionControl").lower()
+    print("QIR_NEGOTIATED " + json.dumps(info), file=sys.stderr, flush=True)
+
+
+def apply_socket_buffers(transport: asyncio.BaseTransport) -> None:
+    """SO_RCVBUF/SO_SNDBUF from SOCKET_RCVBUF/SOCKET_SNDBUF (bytes) on the UDP socket."""
+    sock = transport.get_extra_info("socket")
+    for env, opt in (("SOCKET_RCVBUF", socket.SO_RCVBUF), ("SOCKET_SNDBUF", socket.SO_SNDBUF)):
+        value = os.environ.get(env, "")
+        if value and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, opt, int(value))
+            log(f"{env}={value}: kernel reports {sock.getsockopt(socket.SOL_SOCKET, opt)}")

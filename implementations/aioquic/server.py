@@ -17,9 +17,10 @@ from pathlib import Path
 from aioquic.asyncio import QuicConnectionProtocol, serve
 from aioquic.h3.connection import H3Connection
 from aioquic.h3.events import H3Event, HeadersReceived
-from aioquic.quic.events import ProtocolNegotiated, QuicEvent, StreamReset
+from aioquic.quic.events import HandshakeCompleted, ProtocolNegotiated, QuicEvent, StreamReset
 
-from common import CHUNK, Backpressure, configuration, log
+from common import (CHUNK, Backpressure, apply_socket_buffers, configuration, log,
+                    report_negotiated)
 
 WWW = Path(os.environ.get("WWW", "/www")).resolve()
 
@@ -39,6 +40,8 @@ class H3Server(QuicConnectionProtocol):
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, ProtocolNegotiated):
             self._http = H3Connection(self._quic)
+        elif isinstance(event, HandshakeCompleted):
+            report_negotiated(self._quic)
         elif isinstance(event, StreamReset):
             self._reset.add(event.stream_id)
         if self._http is not None:
@@ -98,6 +101,7 @@ async def main() -> int:
     cfg = configuration(is_client=False)
     cfg.load_cert_chain(certs / "cert.pem", certs / "priv.key")
     server = await serve(ip, port, configuration=cfg, create_protocol=H3Server)
+    apply_socket_buffers(server._transport)  # aioquic exposes no socket options
     log(f"listening on {ip}:{port}, serving {WWW}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

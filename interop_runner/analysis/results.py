@@ -45,6 +45,22 @@ COLUMNS: dict[str, Any] = {
     "client_exit_code": "Int64",
     "server_params": "string",
     "client_params": "string",
+    # standard parameters asked for (schema 2; <NA> in older records)
+    "congestion_control": "string",
+    "cipher": "string",
+    "socket_rcvbuf": "Int64",
+    "socket_sndbuf": "Int64",
+    "gso": "boolean",
+    "gro": "boolean",
+    # what each side ran with, requests it could not honour, what its library reported
+    "server_cc": "string",
+    "client_cc": "string",
+    "server_unhonoured": "string",
+    "client_unhonoured": "string",
+    "server_negotiated_cipher": "string",
+    "client_negotiated_cipher": "string",
+    "server_negotiated_cc": "string",
+    "client_negotiated_cc": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",
@@ -53,7 +69,7 @@ COLUMNS: dict[str, Any] = {
 
 
 CACHE_DIR = ".cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 PARALLEL_MIN = 200  # attempts; below this a process pool costs more than it saves
 
 
@@ -68,6 +84,15 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
         client_params=json.dumps(client.get("params", {}), sort_keys=True),
         path=str(path.parent),
     )
+    for key in ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso", "gro"):
+        row[key] = (data.get("params") or {}).get(key)
+    for role, side in (("server", server), ("client", client)):
+        row[f"{role}_cc"] = (side.get("effective") or {}).get("congestion_control")
+        row[f"{role}_unhonoured"] = ", ".join(
+            u.get("param", "?") for u in side.get("unhonoured") or []) or None
+        negotiated = side.get("negotiated") or {}
+        row[f"{role}_negotiated_cipher"] = negotiated.get("cipher")
+        row[f"{role}_negotiated_cc"] = negotiated.get("congestion_control")
     cols, missing = monitor_columns(path.parent, data)
     row["link_rate_mbps"] = link_rate_mbps(cols, hosts)
     row["monitors_missing"] = "; ".join(missing) or None

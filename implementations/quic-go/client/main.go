@@ -1,9 +1,11 @@
-// Command client is the quic-go HTTP/3 client of the interop runner: it
-// downloads every URL in $REQUESTS into $DOWNLOADS, one after the other over
-// one QUIC connection, and exits non-zero on any failure.
+// Command client is the quic-go client of the interop runner: it downloads
+// every URL in $REQUESTS into $DOWNLOADS over HTTP/3 (ALPN h3) or HTTP/0.9
+// (ALPN hq-interop), one after the other over one QUIC connection, and exits
+// non-zero on any failure.
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
 	"qir/quic-go/internal/common"
@@ -41,6 +44,9 @@ func download(client *http.Client, rawURL, dir string, buf []byte) error {
 		return fmt.Errorf("GET %s: %w", rawURL, err)
 	}
 	defer rsp.Body.Close()
+	if rsp.TLS != nil {
+		common.ReportNegotiated(*rsp.TLS)
+	}
 	if rsp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: status %s", rawURL, rsp.Status)
 	}
@@ -117,6 +123,10 @@ func run() error {
 		tlsConf.KeyLogWriter = keyLog
 	}
 
+	if os.Getenv("ALPN") == "hq-interop" {
+		return runHQ(requests, downloads, tlsConf)
+	}
+
 	tr := &http3.Transport{
 		TLSClientConfig: tlsConf,
 		QUICConfig:      common.QUICConfig(),
@@ -130,6 +140,63 @@ func run() error {
 		if err := download(client, u, downloads, buf); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// runHQ downloads the URLs over HTTP/0.9 (hq-interop): one bidirectional
+// stream per file carrying "GET /path\r\n", answered by the file's bytes.
+func runHQ(requests []string, dir string, tlsConf *tls.Config) error {
+	if len(requests) == 0 {
+		return nil
+	}
+	first, err := url.Parse(requests[0])
+	if err != nil {
+		return fmt.Errorf("parsing URL %q: %w", requests[0], err)
+	}
+	tlsConf.NextProtos = []string{"hq-interop"}
+	ctx := context.Background()
+	conn, err := quic.DialAddr(ctx, first.Host, tlsConf, common.QUICConfig())
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", first.Host, err)
+	}
+	defer conn.CloseWithError(0, "")
+	common.ReportNegotiated(conn.ConnectionState().TLS)
+	buf := make([]byte, copyBufSize)
+	for _, raw := range requests {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("parsing URL %q: %w", raw, err)
+		}
+		name := path.Base(u.Path)
+		if name == "" || name == "/" || name == "." || name == ".." {
+			return fmt.Errorf("URL %q has no file name", raw)
+		}
+		start := time.Now()
+		str, err := conn.OpenStreamSync(ctx)
+		if err != nil {
+			return fmt.Errorf("opening stream: %w", err)
+		}
+		if _, err := fmt.Fprintf(str, "GET %s\r\n", u.Path); err != nil {
+			return fmt.Errorf("sending request: %w", err)
+		}
+		str.Close() // FIN on our side; the server answers on the same stream
+		target := filepath.Join(dir, name)
+		f, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		n, err := copyBody(f, str, buf)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("GET %s: after %d bytes: %w", raw, n, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("writing %s: %w", target, err)
+		}
+		d := time.Since(start)
+		log.Printf("GET %s: %d bytes in %s (%.1f Mbit/s)", raw, n, d.Round(time.Millisecond),
+			float64(n)*8/d.Seconds()/1e6)
 	}
 	return nil
 }

@@ -3,15 +3,34 @@
 package common
 
 import (
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"os"
-	"strconv"
+	_ "unsafe" // for go:linkname
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
 )
+
+// crypto/tls has no setting for the TLS 1.3 cipher suites. It keeps the
+// offered/accepted list in these variables, which it exports for linkname use
+// by quic-go (see crypto/tls/defaults.go); quic-go's own tests set them the
+// same way.
+//
+//go:linkname defaultCipherSuitesTLS13 crypto/tls.defaultCipherSuitesTLS13
+var defaultCipherSuitesTLS13 []uint16
+
+//go:linkname defaultCipherSuitesTLS13NoAES crypto/tls.defaultCipherSuitesTLS13NoAES
+var defaultCipherSuitesTLS13NoAES []uint16
+
+var cipherIDs = map[string]uint16{
+	"TLS_AES_128_GCM_SHA256":       tls.TLS_AES_128_GCM_SHA256,
+	"TLS_AES_256_GCM_SHA384":       tls.TLS_AES_256_GCM_SHA384,
+	"TLS_CHACHA20_POLY1305_SHA256": tls.TLS_CHACHA20_POLY1305_SHA256,
+}
 
 // Getenv returns the value of an environment variable that must be set.
 func Getenv(name string) string {
@@ -22,23 +41,38 @@ func Getenv(name string) string {
 	return v
 }
 
-// ApplyParams translates the PARAM_* variables set by the runner into the
-// knobs quic-go reads. It must run before the first UDP socket is created.
+// ApplyParams translates the runner's standard parameters (GSO, CIPHER) into
+// the knobs quic-go and crypto/tls read. It must run before the first UDP
+// socket is created. CONGESTION_CONTROL is not applied: quic-go always runs
+// NewReno (see meta.yml).
 func ApplyParams() error {
-	if v, ok := os.LookupEnv("PARAM_GSO"); ok && v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("PARAM_GSO: %w", err)
+	if os.Getenv("GSO") == "0" {
+		// read by quic-go (sys_conn_helper_linux.go) when it sets up the socket
+		if err := os.Setenv("QUIC_GO_DISABLE_GSO", "true"); err != nil {
+			return err
 		}
-		if !on {
-			// read by quic-go (sys_conn_helper_linux.go) when it sets up the socket
-			if err := os.Setenv("QUIC_GO_DISABLE_GSO", "true"); err != nil {
-				return err
-			}
-			log.Printf("GSO disabled (QUIC_GO_DISABLE_GSO=true)")
+		log.Printf("GSO disabled (QUIC_GO_DISABLE_GSO=true)")
+	}
+	if name := os.Getenv("CIPHER"); name != "" {
+		id, ok := cipherIDs[name]
+		if !ok {
+			return fmt.Errorf("CIPHER: unknown TLS 1.3 cipher suite %q", name)
 		}
+		defaultCipherSuitesTLS13 = []uint16{id}
+		defaultCipherSuitesTLS13NoAES = []uint16{id}
+		log.Printf("TLS 1.3 cipher suites restricted to %s", name)
 	}
 	return nil
+}
+
+// ReportNegotiated prints the QIR_NEGOTIATED line the runner reads: the ALPN
+// and cipher suite as crypto/tls reports them for this connection.
+func ReportNegotiated(state tls.ConnectionState) {
+	line, _ := json.Marshal(map[string]string{
+		"alpn":   state.NegotiatedProtocol,
+		"cipher": tls.CipherSuiteName(state.CipherSuite),
+	})
+	fmt.Fprintf(os.Stderr, "QIR_NEGOTIATED %s\n", line)
 }
 
 // KeyLog opens $SSLKEYLOGFILE for appending if it is set, else returns nil.
