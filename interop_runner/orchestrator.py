@@ -16,7 +16,7 @@ from .implementations import EXIT_UNSUPPORTED, ImplementationMeta
 from .monitors.session import NodeMonitors
 from .nodes import Node
 from .params import StandardParams, check_negotiated, parse_negotiated, resolve
-from .postprocess import process_pcaps, process_perf
+from .postprocess import process_handshake, process_pcaps, process_perf
 from .store import RunRecord, Side, Status, utc_now
 from .units import goodput_mbps
 
@@ -352,6 +352,8 @@ class Attempt:
                 except (ExecutorError, OSError) as exc:
                     self.record.warnings.append(f"{node.name}: could not fetch logs: {exc}")
             self._negotiated()
+            if self.cmon.active("handshake"):
+                process_handshake(self.out_dir, self.record)
             if self.smon.active("perf") or self.cmon.active("perf"):
                 process_perf(self.out_dir, self.record)
             if self.smon.active("tcpdump") or self.cmon.active("tcpdump"):

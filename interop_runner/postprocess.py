@@ -10,7 +10,9 @@ from pathlib import Path
 
 from .flamegraph import FlamegraphToolMissing, write_flamegraph, write_folded
 from .parsers import ParseError, parse_proc_times
+from .params import CIPHERS
 from .parsers.pcap import summarize_pcap
+from .parsers.quic_initial import read_handshakes
 from .parsers.perf import FoldedStacks, parse_perf_script, open_perf_script
 from .store import RunRecord
 
@@ -61,6 +63,30 @@ def process_perf(out_dir: Path, record: RunRecord) -> None:
                              f"repetition {record.repetition})")
         except (FlamegraphToolMissing, RuntimeError, ValueError) as exc:
             record.warnings.append(f"{role}: no flame graph: {exc}")
+
+
+def process_handshake(out_dir: Path, record: RunRecord) -> None:
+    """handshake.pcap (client) -> record.handshake: cipher suites offered and chosen."""
+    pcap = out_dir / "client" / "handshake.pcap"
+    if not pcap.exists():
+        return
+    try:
+        found = read_handshakes(pcap)
+    except (ParseError, OSError) as exc:
+        record.warnings.append(f"client handshake capture not readable: {exc}")
+        return
+    if not found:
+        record.warnings.append("handshake capture holds no decryptable QUIC v1 Initial")
+        return
+    hs = found[-1]
+    record.handshake = {"client": hs.client, "server": hs.server, "offered": hs.offered,
+                        "selected": hs.selected, "alpn_offered": hs.alpn_offered,
+                        "connections": len(found)}
+    for role, side in (("server", record.server), ("client", record.client)):
+        want = side.effective.get("cipher")
+        if want in CIPHERS and hs.selected != want:
+            record.warnings.append(f"{role} ({side.implementation}) was asked for {want}, "
+                                   f"but the handshake on the wire chose {hs.selected}")
 
 
 def process_pcaps(out_dir: Path, record: RunRecord, ips: dict[str, str], mtu: int) -> None:

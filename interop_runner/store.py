@@ -68,6 +68,8 @@ class RunRecord:
     reason: str | None = None
     alpn: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    # from the client's capture of the QUIC Initial packets (monitor "handshake")
+    handshake: dict[str, Any] | None = None
     file_size: int | None = None
     bytes_received: int | None = None
     sha256_expected: str | None = None

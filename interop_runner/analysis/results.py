@@ -60,6 +60,7 @@ COLUMNS: dict[str, Any] = {
     "server_negotiated_cipher": "string",
     "client_negotiated_cipher": "string",
     "server_negotiated_cc": "string",
+    "wire_cipher": "string",
     "client_negotiated_cc": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
@@ -86,6 +87,7 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
     )
     for key in ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso", "gro"):
         row[key] = (data.get("params") or {}).get(key)
+    row["wire_cipher"] = (data.get("handshake") or {}).get("selected")
     for role, side in (("server", server), ("client", client)):
         row[f"{role}_cc"] = (side.get("effective") or {}).get("congestion_control")
         row[f"{role}_unhonoured"] = ", ".join(

@@ -52,6 +52,8 @@ class NodeMonitors:
             if name in ("perf", "tcpdump") and self.status[name] == "ok" and \
                     self.role not in getattr(self.options, name).roles:
                 self.status[name] = f"off: not enabled for the {self.role} (monitor_options)"
+        if self.status.get("handshake") == "ok" and self.role == "server":
+            self.status["handshake"] = "off: captured on the client"
         if self.active("perf"):
             self.perf_event = self.options.perf.event or self._default_perf_event()
         return self.status
@@ -114,13 +116,10 @@ class NodeMonitors:
         if self.active("tcpdump"):
             opts = self.options.tcpdump
             bpf = opts.filter or f"udp port {self.port} or tcp port {self.port}"
-            procs.append(self.executor.start(
-                ["tcpdump", "-i", self.iface, "-n", "--immediate-mode", "-B", "16384", "-s",
-                 str(opts.snaplen), "-w", f"{logs}/capture.pcap", *shlex.split(bpf)],
-                stdout=f"{logs}/tcpdump.log", stderr=f"{logs}/tcpdump.err"))
-            # the transfer must not start before the capture does
-            self.executor.run(["sh", "-c", 'until grep -q "listening on" "$0" 2>/dev/null; do '
-                               'sleep 0.01; done', f"{logs}/tcpdump.err"], timeout=10)
+            procs.append(self._tcpdump(logs, "capture", opts.snaplen, bpf, log="tcpdump"))
+        if self.active("handshake"):
+            procs.append(self._tcpdump(
+                logs, "handshake", 1600, f"udp port {self.port} and udp[8] & 0x80 != 0"))
         if server_pgid is not None and self.active("pidstat"):
             pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
                                      timeout=10, check=False).stdout.strip()
@@ -129,6 +128,19 @@ class NodeMonitors:
                     list(pidstat_argv(pids)), stdout=f"{logs}/pidstat.txt",
                     stderr=f"{logs}/pidstat.err", env=SYSSTAT_ENV))
         return procs
+
+    def _tcpdump(self, logs: str, name: str, snaplen: int, bpf: str,
+                 log: str | None = None) -> Background:
+        """Start tcpdump writing ``<name>.pcap`` and wait until it captures."""
+        log = log or name
+        proc = self.executor.start(
+            ["tcpdump", "-i", self.iface, "-n", "--immediate-mode", "-B", "16384", "-s",
+             str(snaplen), "-w", f"{logs}/{name}.pcap", *shlex.split(bpf)],
+            stdout=f"{logs}/{log}.log", stderr=f"{logs}/{log}.err")
+        # the transfer must not start before the capture does
+        self.executor.run(["sh", "-c", 'until grep -q "listening on" "$0" 2>/dev/null; do '
+                           'sleep 0.01; done', f"{logs}/{log}.err"], timeout=10)
+        return proc
 
     def stop_series(self, procs: list[Background]) -> None:
         """Stop the samplers with their signal (SIGINT lets sysstat and perf flush; KILL after

@@ -83,6 +83,11 @@ MONITOR_SPECS: dict[str, MonitorSpec] = {
             description="system-wide CPU profile (perf record -a -g), folded stacks, categories "
                         "and a flame graph"),
         MonitorSpec(
+            "handshake", ("tcpdump",),
+            description="the QUIC long-header packets, whole, captured on the client; their "
+                        "Initial packets are decrypted to record the cipher suites offered "
+                        "and chosen (a few KiB per run)"),
+        MonitorSpec(
             "tcpdump", ("tcpdump",),
             description="packet capture of the measurement port (snap length configurable) with "
                         "the TLS key log beside it, and a pcap summary"),
