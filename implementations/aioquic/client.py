@@ -1,8 +1,9 @@
-"""HTTP/3 download client on aioquic (interop-runner contract: REQUESTS, DOWNLOADS, CERTS, ...).
+"""HTTP/3 and hq-interop download client on aioquic (contract: REQUESTS, DOWNLOADS, CERTS, ...).
 
 Follows the I/O path of aioquic's examples/http3_client.py: asyncio ``connect()`` with a
-QuicConnectionProtocol subclass driving an H3Connection. Bodies are written to
-$DOWNLOADS/<last path segment> as DATA frames arrive; any error or non-200 status exits 1.
+QuicConnectionProtocol subclass driving an H3Connection (ALPN h3) or sending "GET /path\r\n"
+on raw QUIC streams (ALPN hq-interop, like the example's H0). Bodies are written to
+$DOWNLOADS/<last path segment> as data arrives; any error or non-200 status exits 1.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from urllib.parse import urlsplit
 from aioquic.asyncio import QuicConnectionProtocol, connect
 from aioquic.h3.connection import H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
-from aioquic.quic.events import ConnectionTerminated, HandshakeCompleted, QuicEvent, StreamReset
+from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, QuicEvent,
+                                 StreamDataReceived, StreamReset)
 
 from common import apply_socket_buffers, configuration, log, report_negotiated
 
@@ -45,7 +47,8 @@ class Download:
 class H3Client(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._http = H3Connection(self._quic)
+        self._hq = os.environ.get("ALPN") == "hq-interop"
+        self._http = None if self._hq else H3Connection(self._quic)
         self._downloads: dict[int, Download] = {}
 
     def get(self, url: str, target: Path) -> Download:
@@ -53,6 +56,12 @@ class H3Client(QuicConnectionProtocol):
         stream_id = self._quic.get_next_available_stream_id()
         dl = Download(url, target, self._loop)
         self._downloads[stream_id] = dl
+        if self._http is None:  # hq-interop: HTTP/0.9 request, the answer is the raw body
+            dl.status = 200
+            self._quic.send_stream_data(stream_id, f"GET {parts.path or '/'}\r\n".encode(),
+                                        end_stream=True)
+            self.transmit()
+            return dl
         self._http.send_headers(stream_id, [
             (b":method", b"GET"), (b":scheme", parts.scheme.encode()),
             (b":authority", parts.netloc.encode()),
@@ -71,6 +80,15 @@ class H3Client(QuicConnectionProtocol):
                 dl.finish(f"connection closed: {event.error_code} {event.reason_phrase}")
         elif isinstance(event, StreamReset) and event.stream_id in self._downloads:
             self._downloads[event.stream_id].finish(f"stream reset ({event.error_code})")
+        if self._http is None:
+            if isinstance(event, StreamDataReceived):
+                dl = self._downloads.get(event.stream_id)
+                if dl is not None and not dl.done.done():
+                    dl.file.write(event.data)
+                    dl.received += len(event.data)
+                    if event.end_stream:
+                        dl.finish()
+            return
         for h3_event in self._http.handle_event(event):
             self._h3_event(h3_event)
 

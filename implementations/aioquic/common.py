@@ -25,7 +25,9 @@ def log(msg: str) -> None:
 
 
 def configuration(is_client: bool) -> QuicConfiguration:
-    cfg = QuicConfiguration(is_client=is_client, alpn_protocols=H3_ALPN,
+    alpn = os.environ.get("ALPN") or "h3"
+    cfg = QuicConfiguration(is_client=is_client,
+                            alpn_protocols=H3_ALPN if alpn == "h3" else [alpn],
                             max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA,
                             idle_timeout=30.0)
     # CUBIC unless asked otherwise: the paper runs every stack with CUBIC where it has it;

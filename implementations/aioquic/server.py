@@ -1,7 +1,9 @@
-"""HTTP/3 file server on aioquic (interop-runner contract: IP, PORT, WWW, CERTS, ...).
+"""HTTP/3 and hq-interop file server on aioquic (interop-runner contract: IP, PORT, WWW, ...).
 
 Follows the I/O path of aioquic's examples/http3_server.py: asyncio ``serve()`` with a
-QuicConnectionProtocol subclass driving an H3Connection. Files are streamed in 64 KiB chunks;
+QuicConnectionProtocol subclass driving an H3Connection (ALPN h3), or answering HTTP/0.9
+requests ("GET /path\r\n") on raw QUIC streams (ALPN hq-interop, like the example's
+HttpServerProtocol for H0). Files are streamed in 64 KiB chunks;
 the sender waits while the stream's send buffer is above a high-water mark, so memory stays
 bounded for files of any size.
 """
@@ -17,7 +19,8 @@ from pathlib import Path
 from aioquic.asyncio import QuicConnectionProtocol, serve
 from aioquic.h3.connection import H3Connection
 from aioquic.h3.events import H3Event, HeadersReceived
-from aioquic.quic.events import HandshakeCompleted, ProtocolNegotiated, QuicEvent, StreamReset
+from aioquic.quic.events import (HandshakeCompleted, ProtocolNegotiated, QuicEvent,
+                                 StreamDataReceived, StreamReset)
 
 from common import (CHUNK, Backpressure, apply_socket_buffers, configuration, log,
                     report_negotiated)
@@ -32,6 +35,8 @@ class H3Server(QuicConnectionProtocol):
         self._pressure = Backpressure(self._quic)
         self._tasks: set[asyncio.Task] = set()
         self._reset: set[int] = set()
+        self._hq = False
+        self._requests: dict[int, bytes] = {}
 
     def transmit(self) -> None:
         super().transmit()
@@ -39,7 +44,12 @@ class H3Server(QuicConnectionProtocol):
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, ProtocolNegotiated):
-            self._http = H3Connection(self._quic)
+            if event.alpn_protocol == "hq-interop":
+                self._hq = True
+            else:
+                self._http = H3Connection(self._quic)
+        elif isinstance(event, StreamDataReceived) and self._hq:
+            self._hq_data(event)
         elif isinstance(event, HandshakeCompleted):
             report_negotiated(self._quic)
         elif isinstance(event, StreamReset):
@@ -54,6 +64,53 @@ class H3Server(QuicConnectionProtocol):
             task = asyncio.ensure_future(self._respond(event.stream_id, headers))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _hq_data(self, event: StreamDataReceived) -> None:
+        buf = self._requests.get(event.stream_id, b"") + event.data
+        if b"\n" not in buf and not event.end_stream:
+            self._requests[event.stream_id] = buf[:4096]
+            return
+        self._requests.pop(event.stream_id, None)
+        line = buf.split(b"\n", 1)[0].strip().decode(errors="replace")
+        raw = line[4:] if line.startswith("GET ") else ""
+        task = asyncio.ensure_future(self._respond_hq(event.stream_id, raw))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _respond_hq(self, stream_id: int, raw: str) -> None:
+        path = (WWW / raw.lstrip("/")).resolve()
+        if not raw or WWW not in path.parents or not path.is_file():
+            log(f"hq: bad request or no such file {raw!r}")
+            self._quic.reset_stream(stream_id, 1)
+            self.transmit()
+            return
+        await self._stream_file(stream_id, path, lambda data, end:
+                                self._quic.send_stream_data(stream_id, data, end_stream=end),
+                                empty=lambda: self._quic.send_stream_data(stream_id, b"", True))
+
+    async def _stream_file(self, stream_id: int, path: Path, send, empty) -> None:  # type: ignore[no-untyped-def]
+        """Send the file in chunks, waiting while the stream's send buffer is full."""
+        try:
+            with open(path, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size == 0:
+                    empty()
+                    self.transmit()
+                    return
+                sent = 0
+                while sent < size:
+                    await self._pressure.wait(stream_id)
+                    if stream_id in self._reset or self._pressure.closed():
+                        log(f"stream {stream_id} aborted after {sent} bytes")
+                        return
+                    data = f.read(CHUNK)
+                    if not data:
+                        raise OSError(f"{path} shrank to {sent} bytes")
+                    sent += len(data)
+                    send(data, sent >= size)
+                    self.transmit()
+        except (ConnectionError, OSError) as exc:
+            log(f"stream {stream_id}: {exc}")
 
     def _send_headers(self, stream_id: int, status: int, length: int | None,
                       end: bool) -> None:
@@ -74,24 +131,12 @@ class H3Server(QuicConnectionProtocol):
             log(f"404 {raw}")
             self._send_headers(stream_id, 404, 0, True)
             return
-        try:
-            with open(path, "rb", buffering=0) as f:
-                size = os.fstat(f.fileno()).st_size
-                self._send_headers(stream_id, 200, size, size == 0)
-                sent = 0
-                while sent < size:
-                    await self._pressure.wait(stream_id)
-                    if stream_id in self._reset or self._pressure.closed():
-                        log(f"stream {stream_id} aborted after {sent} bytes")
-                        return
-                    data = f.read(CHUNK)
-                    if not data:
-                        raise OSError(f"{path} shrank to {sent} bytes")
-                    sent += len(data)
-                    self._http.send_data(stream_id, data, end_stream=sent >= size)
-                    self.transmit()
-        except (ConnectionError, OSError) as exc:
-            log(f"stream {stream_id}: {exc}")
+        size = path.stat().st_size
+        self._send_headers(stream_id, 200, size, size == 0)
+        if size:
+            await self._stream_file(stream_id, path, lambda data, end:
+                                    self._http.send_data(stream_id, data, end_stream=end),
+                                    empty=lambda: None)
 
 
 async def main() -> int:
