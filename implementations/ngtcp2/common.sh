@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# Shared by run-server and run-client: checks TESTCASE/ALPN and maps the contract environment
+# onto the options of ngtcp2's example programs (gtlsserver / gtlsclient, ngtcp2 0.12.1).
+
+# ngtcp2_check_case: exit 127 for a testcase or ALPN these programs do not do
+ngtcp2_check_case() {
+  case "${TESTCASE:-}" in
+    goodput) ;;
+    *) echo "ngtcp2: unsupported testcase '${TESTCASE:-}'" >&2; exit 127 ;;
+  esac
+  # Debian packages only the HTTP/3 programs (no h09gtlsserver/h09gtlsclient for hq-interop)
+  case "${ALPN:-}" in
+    "" | h3) ;;
+    *) echo "ngtcp2: unsupported ALPN '$ALPN'" >&2; exit 127 ;;
+  esac
+}
+
+# ngtcp2_binary NAME: path of $SETUP_DIR/ngtcp2/bin/NAME; a missing program is exit 1 (not 127)
+ngtcp2_binary() {
+  : "${SETUP_DIR:?SETUP_DIR is not set}"
+  local bin="$SETUP_DIR/ngtcp2/bin/$1"
+  if [[ ! -x $bin ]]; then
+    echo "ngtcp2: $bin not found, run setup first" >&2
+    exit 1
+  fi
+  printf '%s\n' "$bin"
+}
+
+# ngtcp2_common_args: fills the array NGTCP2_ARGS with the options both programs share
+ngtcp2_common_args() {
+  # -q: the default debug output prints every packet and frame (about 5x slower)
+  NGTCP2_ARGS=(-q)
+
+  local cc="${CONGESTION_CONTROL:-cubic}"
+  case "$cc" in
+    cubic | reno | bbr) ;;
+    *) echo "ngtcp2: congestion control '$cc' not offered, using cubic" >&2; cc=cubic ;;
+  esac
+  NGTCP2_ARGS+=("--cc=$cc")
+
+  # GnuTLS priority string: TLS 1.3 only, one AEAD (the programs' default enables all of them)
+  local aead=""
+  case "${CIPHER:-}" in
+    "") ;;
+    TLS_AES_128_GCM_SHA256) aead=AES-128-GCM ;;
+    TLS_AES_256_GCM_SHA384) aead=AES-256-GCM ;;
+    TLS_CHACHA20_POLY1305_SHA256) aead=CHACHA20-POLY1305 ;;
+    *) echo "ngtcp2: cipher '$CIPHER' not offered, using the default suites" >&2 ;;
+  esac
+  if [[ -n $aead ]]; then
+    NGTCP2_ARGS+=("--ciphers=NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+$aead")
+  fi
+
+  if [[ -n ${QLOGDIR:-} ]]; then
+    mkdir -p "$QLOGDIR"
+    NGTCP2_ARGS+=("--qlog-dir=$QLOGDIR")
+  fi
+  # SSLKEYLOGFILE: both programs open it themselves (NSS key log format)
+
+  if [[ -n ${SOCKET_RCVBUF:-}${SOCKET_SNDBUF:-} ]]; then
+    echo "ngtcp2: SOCKET_RCVBUF/SOCKET_SNDBUF ignored (the programs have no option for them)" >&2
+  fi
+  if [[ ${GRO:-1} == 0 ]]; then
+    echo "ngtcp2: GRO=0 ignored (the programs never use GRO)" >&2
+  fi
+}
