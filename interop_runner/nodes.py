@@ -146,7 +146,8 @@ class Node:
         try:
             self.run([f"{target}/setup"], timeout=timeout, env=env, cwd=target)
         except CommandFailed as exc:
-            out = (exc.result.stdout + "\n" + exc.result.stderr).strip().splitlines()
+            out = [ln for ln in (exc.result.stdout + "\n" + exc.result.stderr).splitlines()
+                   if ln.strip()]
             tail = "\n".join(out[-SETUP_TAIL_LINES:])
             last = out[-1].strip() if out else "no output"
             raise SetupError(f"{self.name}: setup of {meta.name} failed (exit "

@@ -312,3 +312,42 @@ pairs: [{server: quic-go, client: quic-go}]
         squatter.close()
     assert rec.status == "failed" and rec.reason.startswith("port 4433 is already in use")
     assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_testbed,
+                                                              monkeypatch):
+    import shutil
+
+    from interop_runner import campaign as campaign_mod
+    from interop_runner import config as config_mod
+    from interop_runner.implementations import IMPLEMENTATIONS_DIR, load_registry
+
+    root = tmp_path / "impls"
+    shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "quic-go")
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "meta.yml").write_text("name: broken\nversion: '1'\nroles: [server, client]\n"
+                                     "alpns: [h3]\nready: udp\n")
+    (broken / "setup").write_text("#!/usr/bin/env bash\nset -euo pipefail\n"
+                                  "for i in $(seq 1 40); do echo \"compiling unit $i\"; done\n"
+                                  "echo 'error: linker failed' >&2\nexit 2\n")
+    (broken / "setup").chmod(0o755)
+    monkeypatch.setattr(campaign_mod, "load_registry", lambda: load_registry(root))
+    monkeypatch.setattr(config_mod, "load_registry", lambda: load_registry(root))
+    cfg = campaign(tmp_path, """name: broken
+file_size: 1MiB
+repetitions: 1
+pairs: [{server: broken, client: quic-go}, {server: quic-go, client: quic-go}]
+""")
+    result = execute(cfg, tmp_path)
+    first, second = result.records
+    assert first.status == "failed" and "setup of broken failed (exit 2)" in first.reason
+    assert "error: linker failed" in first.reason
+    assert second.status == "ok"
+    meta = json.loads((result.directory / "campaign.json").read_text())
+    tail = meta["implementations"]["server:broken"]["setup_log_tail"].splitlines()
+    assert len(tail) == 30 and tail[-1] == "error: linker failed"
+    assert tail[-2] == "compiling unit 40"
+    assert meta["status"] == "finished"
+    assert_nodes_clean(local_testbed)
