@@ -1,0 +1,298 @@
+//! Shared parts of the MsQuic interop server and client (hq-interop over the official `msquic`
+//! crate): settings from the runner's environment, the key log, the QIR_NEGOTIATED line,
+//! signal handling and deferred handle closing.
+
+use msquic::ffi::{HQUIC, QUIC_SETTINGS};
+use msquic::{AllowedCipherSuiteFlags, Api, HandshakeInfo, QuicTlsSecrets, Settings, Stream};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Mutex, OnceLock};
+
+/// The only protocol spoken: HTTP/0.9 over QUIC.
+pub const ALPN: &str = "hq-interop";
+
+/// Stream receive window (MsQuic requires a power of two) and connection flow-control window,
+/// sized so that a 10 Gbit/s path is not window limited.
+pub const STREAM_RECV_WINDOW: u32 = 16 << 20;
+pub const CONN_FLOW_CONTROL_WINDOW: u32 = 32 << 20;
+
+/// QUIC_CONGESTION_CONTROL_ALGORITHM values (BBR is a "preview" enum value in msquic.h,
+/// but the library core always supports it).
+const CC_CUBIC: u16 = 0;
+const CC_BBR: u16 = 1;
+
+/// Registration config: app name and the execution profile from PARAM_EXECUTION_PROFILE
+/// (meta.yml parameter `execution_profile`; MsQuic's default is low latency).
+pub fn registration_config(prog: &str) -> msquic::RegistrationConfig {
+    use msquic::ExecutionProfile;
+    let profile = match getenv("PARAM_EXECUTION_PROFILE").as_str() {
+        "" | "low_latency" => ExecutionProfile::LowLatency,
+        "max_throughput" => ExecutionProfile::MaxThroughput,
+        "scavenger" => ExecutionProfile::Scavenger,
+        "real_time" => ExecutionProfile::RealTime,
+        other => {
+            log(
+                prog,
+                &format!("unknown execution_profile '{other}', using low_latency"),
+            );
+            ExecutionProfile::LowLatency
+        }
+    };
+    msquic::RegistrationConfig::new()
+        .set_app_name(format!("qir-msquic-{prog}"))
+        .set_execution_profile(profile)
+}
+
+pub fn getenv(name: &str) -> String {
+    std::env::var(name).unwrap_or_default()
+}
+
+pub fn log(prog: &str, msg: &str) {
+    eprintln!("msquic {prog}: {msg}");
+}
+
+/// QUIC_SETTINGS for both roles, with CONGESTION_CONTROL applied.
+pub fn settings(prog: &str, server: bool) -> Settings {
+    let cc = match getenv("CONGESTION_CONTROL").as_str() {
+        "" | "cubic" => CC_CUBIC,
+        "bbr" => CC_BBR,
+        other => {
+            log(
+                prog,
+                &format!("congestion control '{other}' not supported, using cubic"),
+            );
+            CC_CUBIC
+        }
+    };
+    let mut s = Settings::new()
+        .set_CongestionControlAlgorithm(cc)
+        .set_StreamRecvWindowDefault(STREAM_RECV_WINDOW)
+        .set_ConnFlowControlWindow(CONN_FLOW_CONTROL_WINDOW)
+        // MsQuic copies app sends into its own buffer (sized to the BDP) and completes
+        // them at once: the simple "keep a few sends pending" model of docs/Streams.md.
+        .set_SendBufferingEnabled()
+        .set_IdleTimeoutMs(30_000);
+    if server {
+        s = s
+            .set_PeerBidiStreamCount(100)
+            .set_ServerResumptionLevel(msquic::ServerResumptionLevel::NoResume);
+    }
+    s
+}
+
+/// AllowedCipherSuites for $CIPHER (None = library default).
+pub fn cipher_suites() -> Result<Option<AllowedCipherSuiteFlags>, String> {
+    Ok(match getenv("CIPHER").as_str() {
+        "" => None,
+        "TLS_AES_128_GCM_SHA256" => Some(AllowedCipherSuiteFlags::AES_128_GCM_SHA256),
+        "TLS_AES_256_GCM_SHA384" => Some(AllowedCipherSuiteFlags::AES_256_GCM_SHA384),
+        "TLS_CHACHA20_POLY1305_SHA256" => Some(AllowedCipherSuiteFlags::CHACHA20_POLY1305_SHA256),
+        other => return Err(format!("unknown CIPHER '{other}'")),
+    })
+}
+
+fn cipher_name(suite: u32) -> Option<&'static str> {
+    match suite {
+        msquic::CIPHER_SUITE_TLS_AES_128_GCM_SHA256 => Some("TLS_AES_128_GCM_SHA256"),
+        msquic::CIPHER_SUITE_TLS_AES_256_GCM_SHA384 => Some("TLS_AES_256_GCM_SHA384"),
+        msquic::CIPHER_SUITE_TLS_CHACHA20_POLY1305_SHA256 => Some("TLS_CHACHA20_POLY1305_SHA256"),
+        _ => None,
+    }
+}
+
+/// Prints `QIR_NEGOTIATED {json}` with what MsQuic reports for the connection: the ALPN from
+/// the CONNECTED event, the cipher suite from QUIC_PARAM_TLS_HANDSHAKE_INFO and the congestion
+/// control algorithm from the connection's QUIC_PARAM_CONN_SETTINGS.
+pub fn report_negotiated(conn: HQUIC, alpn: &[u8]) {
+    let mut fields = vec![format!("\"alpn\": \"{}\"", String::from_utf8_lossy(alpn))];
+    if let Ok(info) =
+        unsafe { Api::get_param_auto::<HandshakeInfo>(conn, msquic::PARAM_TLS_HANDSHAKE_INFO) }
+    {
+        if let Some(name) = cipher_name(info.cipher_suite) {
+            fields.push(format!("\"cipher\": \"{name}\""));
+        }
+    }
+    if let Ok(s) =
+        unsafe { Api::get_param_auto::<QUIC_SETTINGS>(conn, msquic::PARAM_CONN_SETTINGS) }
+    {
+        match s.CongestionControlAlgorithm {
+            CC_CUBIC => fields.push("\"congestion_control\": \"cubic\"".into()),
+            CC_BBR => fields.push("\"congestion_control\": \"bbr\"".into()),
+            _ => {}
+        }
+    }
+    eprintln!("QIR_NEGOTIATED {{{}}}", fields.join(", "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key log: MsQuic fills a QUIC_TLS_SECRETS struct the app registers per connection
+// (QUIC_PARAM_CONN_TLS_SECRETS, before the handshake); after CONNECTED we write it out in
+// NSS key log format.
+
+static KEYLOG: OnceLock<Option<Mutex<File>>> = OnceLock::new();
+
+fn keylog_file() -> &'static Option<Mutex<File>> {
+    KEYLOG.get_or_init(|| {
+        let path = getenv("SSLKEYLOGFILE");
+        if path.is_empty() {
+            return None;
+        }
+        match OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(f) => Some(Mutex::new(f)),
+            Err(e) => {
+                eprintln!("msquic: cannot open SSLKEYLOGFILE {path}: {e}");
+                None
+            }
+        }
+    })
+}
+
+pub fn keylog_enabled() -> bool {
+    keylog_file().is_some()
+}
+
+/// Registers a zeroed secrets buffer with the connection (only when SSLKEYLOGFILE is set).
+/// The box must live until `write_keylog` was called (it is kept in the connection handler).
+pub fn register_secrets(conn: HQUIC) -> Option<Box<QuicTlsSecrets>> {
+    if !keylog_enabled() {
+        return None;
+    }
+    let secrets: Box<QuicTlsSecrets> = Box::new(unsafe { std::mem::zeroed() });
+    let ptr = &*secrets as *const QuicTlsSecrets as *const std::ffi::c_void;
+    let res = unsafe {
+        Api::set_param(
+            conn,
+            msquic::PARAM_CONN_TLS_SECRETS,
+            std::mem::size_of::<QuicTlsSecrets>() as u32,
+            ptr,
+        )
+    };
+    match res {
+        Ok(()) => Some(secrets),
+        Err(e) => {
+            eprintln!("msquic: QUIC_PARAM_CONN_TLS_SECRETS failed: {e}");
+            None
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub fn write_keylog(s: &QuicTlsSecrets) {
+    let Some(file) = keylog_file() else { return };
+    // IsSet bits: ClientRandom, ClientEarlyTrafficSecret, ClientHandshakeTrafficSecret,
+    // ServerHandshakeTrafficSecret, ClientTrafficSecret0, ServerTrafficSecret0.
+    if s.flags & 1 == 0 {
+        eprintln!("msquic: TLS secrets have no client random, key log skipped");
+        return;
+    }
+    let len = (s.secret_length as usize).min(msquic::QUIC_TLS_SECRETS_MAX_SECRET_LEN);
+    let random = hex(&s.client_random);
+    let entries: [(u8, &str, &[u8]); 5] = [
+        (
+            1 << 1,
+            "CLIENT_EARLY_TRAFFIC_SECRET",
+            &s.client_early_traffic_secret,
+        ),
+        (
+            1 << 2,
+            "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+            &s.client_handshake_traffic_secret,
+        ),
+        (
+            1 << 3,
+            "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+            &s.server_handshake_traffic_secret,
+        ),
+        (1 << 4, "CLIENT_TRAFFIC_SECRET_0", &s.client_traffic_secret0),
+        (1 << 5, "SERVER_TRAFFIC_SECRET_0", &s.server_traffic_secret0),
+    ];
+    let mut out = String::new();
+    for (bit, label, secret) in entries {
+        if s.flags & bit != 0 {
+            out.push_str(&format!("{label} {random} {}\n", hex(&secret[..len])));
+        }
+    }
+    let mut f = file.lock().unwrap();
+    let _ = f.write_all(out.as_bytes());
+    let _ = f.flush();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handles are closed outside their own callback (closing a handle from within its callback
+// would free the running closure), on one reaper thread.
+
+enum Closable {
+    Stream(usize),
+    Connection(usize),
+}
+
+static REAPER: OnceLock<Mutex<Sender<Closable>>> = OnceLock::new();
+
+fn reaper() -> &'static Mutex<Sender<Closable>> {
+    REAPER.get_or_init(|| {
+        let (tx, rx) = channel::<Closable>();
+        std::thread::Builder::new()
+            .name("msquic-reaper".into())
+            .spawn(move || {
+                for c in rx {
+                    match c {
+                        Closable::Stream(h) => drop(unsafe { Stream::from_raw(h as HQUIC) }),
+                        Closable::Connection(h) => {
+                            drop(unsafe { msquic::Connection::from_raw(h as HQUIC) })
+                        }
+                    }
+                }
+            })
+            .expect("spawn reaper");
+        Mutex::new(tx)
+    })
+}
+
+pub fn defer_close_stream(h: HQUIC) {
+    let _ = reaper().lock().unwrap().send(Closable::Stream(h as usize));
+}
+
+pub fn defer_close_connection(h: HQUIC) {
+    let _ = reaper()
+        .lock()
+        .unwrap()
+        .send(Closable::Connection(h as usize));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Blocks SIGTERM and SIGINT in this thread (and every thread started later, i.e. all MsQuic
+/// workers), so that `wait_for_signal` can take them synchronously.
+pub fn block_signals() {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+pub fn wait_for_signal() -> i32 {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        let mut sig: libc::c_int = 0;
+        libc::sigwait(&set, &mut sig);
+        sig
+    }
+}
+
+/// Leaves the process without running MsQuic's library destructor (MsQuicClose would wait for
+/// handles still open in other threads).
+pub fn exit_now(code: i32) -> ! {
+    let _ = std::io::stderr().flush();
+    let _ = std::io::stdout().flush();
+    unsafe { libc::_exit(code) }
+}
