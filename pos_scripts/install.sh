@@ -78,6 +78,16 @@ for manifest in "$ROOT"/implementations/*/Cargo.toml; do
   [[ -x $cargo_bin ]] || die "cargo not found: $(dirname "$manifest") needs Rust (rustup)"
   "$cargo_bin" fetch -q --locked --manifest-path "$manifest"
 done
+log "npm packages for implementations (offline installs on the nodes)"
+for lock in "$ROOT"/implementations/*/package-lock.json; do
+  [[ -e $lock ]] || continue
+  command -v npm >/dev/null || die "npm not found: $(dirname "$lock") needs Node.js/npm"
+  tmp=$(mktemp -d)
+  cp "$(dirname "$lock")/package.json" "$lock" "$tmp/"
+  npm ci --prefix "$tmp" --cache /var/cache/qir/npm --ignore-scripts --no-audit --no-fund \
+    --loglevel=error >/dev/null
+  rm -rf "$tmp"
+done
 # Flame graphs (management node): inferno from crates.io, pinned.
 INFERNO_VERSION=0.12.8
 if [[ -x $cargo_bin ]] && "$cargo_bin" install --list | grep -q "^inferno v$INFERNO_VERSION:"; then
