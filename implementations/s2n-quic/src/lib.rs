@@ -1,0 +1,260 @@
+//! Shared parts of the s2n-quic interop server and client: the runner's environment, the
+//! providers (I/O, limits, congestion control, TLS) and the QIR_NEGOTIATED report.
+//!
+//! Modelled on s2n-quic's own interop binary (quic/s2n-quic-qns): the default tokio I/O provider
+//! (GSO, GRO, recvmmsg/sendmmsg batching), the default TLS provider on Linux (s2n-tls), a
+//! current-thread tokio runtime and hq-interop (HTTP/0.9) on bidirectional streams.
+
+use s2n_quic::provider::{
+    event::{events, ConnectionInfo, ConnectionMeta, Subscriber},
+    io, limits,
+};
+use std::{error::Error as StdError, net::SocketAddr};
+
+pub type Error = Box<dyn StdError + Send + Sync>;
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// The only ALPN this harness speaks.
+pub const ALPN: &str = "hq-interop";
+
+/// Connection and stream flow-control windows, so that a 10G link is not window limited.
+pub const STREAM_WINDOW: u64 = 16 << 20;
+pub const CONNECTION_WINDOW: u64 = 32 << 20;
+
+/// A non-empty environment variable.
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// An environment variable that must be set.
+pub fn require(name: &str) -> Result<String> {
+    env(name).ok_or_else(|| format!("environment variable {name} is not set").into())
+}
+
+fn env_bytes(name: &str) -> Result<Option<usize>> {
+    match env(name) {
+        None => Ok(None),
+        Some(v) => v
+            .parse::<usize>()
+            .map(Some)
+            .map_err(|e| format!("{name}={v}: {e}").into()),
+    }
+}
+
+/// Checks ALPN (the runner's choice for this pair): hq-interop only.
+pub fn check_alpn() -> Result<()> {
+    match env("ALPN").as_deref() {
+        None | Some(ALPN) => Ok(()),
+        Some(other) => Err(format!("unsupported ALPN {other:?} (only {ALPN})").into()),
+    }
+}
+
+/// The congestion controllers s2n-quic offers (provider::congestion_controller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cc {
+    Cubic,
+    Bbr,
+}
+
+impl Cc {
+    /// CONGESTION_CONTROL: cubic (default) or bbr; anything else (reno) falls back to cubic,
+    /// the first entry of supports.congestion_control in meta.yml.
+    pub fn from_env() -> Self {
+        match env("CONGESTION_CONTROL").as_deref() {
+            None | Some("cubic") => Cc::Cubic,
+            Some("bbr") => Cc::Bbr,
+            Some(other) => {
+                eprintln!("s2n-quic: congestion control {other:?} not offered, using cubic");
+                Cc::Cubic
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Cc::Cubic => "cubic",
+            Cc::Bbr => "bbr",
+        }
+    }
+}
+
+/// CIPHER -> the s2n-tls security policy that restricts TLS 1.3 to that one suite.
+///
+/// s2n-tls only takes named security policies (no free cipher list). Among them, only
+/// TLS_AES_256_GCM_SHA384 can be had alone: "20250414" is TLS 1.3 only with just that suite and
+/// accepts P-256 certificates (unlike "20250211" and the RFC 9151 ELB policies, which want
+/// P-384). No policy offers TLS_AES_128_GCM_SHA256 or TLS_CHACHA20_POLY1305_SHA256 alone, so
+/// those fall back to s2n-quic's default policy (default_tls13: AES-128-GCM preferred).
+pub fn security_policy() -> Result<Option<s2n_quic::provider::tls::s2n_tls::security::Policy>> {
+    use s2n_quic::provider::tls::s2n_tls::security::Policy;
+    match env("CIPHER").as_deref() {
+        None => Ok(None),
+        Some("TLS_AES_256_GCM_SHA384") => {
+            eprintln!(
+                "s2n-quic: TLS 1.3 restricted to TLS_AES_256_GCM_SHA384 (s2n-tls policy 20250414)"
+            );
+            Ok(Some(Policy::from_version("20250414")?))
+        }
+        Some(other) => {
+            eprintln!(
+                "s2n-quic: s2n-tls has no security policy restricted to {other:?}, using the default policy"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The default (tokio) I/O provider bound to `addr`, with SOCKET_RCVBUF/SOCKET_SNDBUF, GSO,
+/// GRO and the optional PARAM_MAX_MTU applied.
+pub fn io_provider(addr: SocketAddr) -> Result<io::Default> {
+    let mut b = io::Default::builder().with_receive_address(addr)?;
+    if let Some(n) = env_bytes("SOCKET_RCVBUF")? {
+        b = b.with_recv_buffer_size(n)?;
+    }
+    if let Some(n) = env_bytes("SOCKET_SNDBUF")? {
+        b = b.with_send_buffer_size(n)?;
+    }
+    if env("GSO").as_deref() == Some("0") {
+        b = b.with_gso(false)?;
+    }
+    if env("GRO").as_deref() == Some("0") {
+        b = b.with_gro(false)?;
+    }
+    if let Some(mtu) = env("PARAM_MAX_MTU") {
+        let mtu: u16 = mtu
+            .parse()
+            .map_err(|e| format!("PARAM_MAX_MTU={mtu}: {e}"))?;
+        b = b.with_max_mtu(mtu)?;
+    }
+    Ok(b.build()?)
+}
+
+/// Generous flow-control windows (s2n-quic's perf tooling sets all windows and the stream send
+/// buffer to one data window the same way).
+pub fn limits() -> Result<limits::Limits> {
+    Ok(limits::Limits::new()
+        .with_data_window(CONNECTION_WINDOW)?
+        .with_bidirectional_local_data_window(STREAM_WINDOW)?
+        .with_bidirectional_remote_data_window(STREAM_WINDOW)?
+        .with_unidirectional_data_window(STREAM_WINDOW)?
+        .with_max_send_buffer_size(STREAM_WINDOW as u32)?)
+}
+
+/// Per-connection event context: the cipher suite s2n-quic installs for the 1-RTT keys, and
+/// a few counters for the closing summary line.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Negotiated {
+    pub cipher: Option<&'static str>,
+    /// BBR state transitions seen (non-zero only when BBR is the congestion controller)
+    pub bbr_state_changes: u64,
+    /// the last maximum QUIC datagram size s2n-quic's MTU discovery settled on
+    pub mtu: u16,
+}
+
+/// Event subscriber that records what the handshake negotiated, and logs the endpoint's
+/// platform features (GSO, GRO, MTU) once at start-up and one summary line per connection at
+/// its close. No per-packet work.
+#[derive(Debug, Default)]
+pub struct NegotiatedSubscriber;
+
+impl Subscriber for NegotiatedSubscriber {
+    type ConnectionContext = Negotiated;
+
+    fn create_connection_context(
+        &mut self,
+        _meta: &ConnectionMeta,
+        _info: &ConnectionInfo,
+    ) -> Self::ConnectionContext {
+        Negotiated::default()
+    }
+
+    fn on_key_update(
+        &mut self,
+        context: &mut Self::ConnectionContext,
+        _meta: &ConnectionMeta,
+        event: &events::KeyUpdate,
+    ) {
+        // Initial keys are always AES-128-GCM; the handshake and 1-RTT keys use the suite TLS
+        // negotiated.
+        if matches!(event.key_type, events::KeyType::Initial { .. }) {
+            return;
+        }
+        context.cipher = match event.cipher_suite {
+            events::CipherSuite::TLS_AES_128_GCM_SHA256 { .. } => Some("TLS_AES_128_GCM_SHA256"),
+            events::CipherSuite::TLS_AES_256_GCM_SHA384 { .. } => Some("TLS_AES_256_GCM_SHA384"),
+            events::CipherSuite::TLS_CHACHA20_POLY1305_SHA256 { .. } => {
+                Some("TLS_CHACHA20_POLY1305_SHA256")
+            }
+            _ => None,
+        };
+    }
+
+    fn on_bbr_state_changed(
+        &mut self,
+        context: &mut Self::ConnectionContext,
+        _meta: &ConnectionMeta,
+        _event: &events::BbrStateChanged,
+    ) {
+        context.bbr_state_changes += 1;
+    }
+
+    fn on_mtu_updated(
+        &mut self,
+        context: &mut Self::ConnectionContext,
+        _meta: &ConnectionMeta,
+        event: &events::MtuUpdated,
+    ) {
+        context.mtu = event.mtu;
+    }
+
+    fn on_connection_closed(
+        &mut self,
+        context: &mut Self::ConnectionContext,
+        _meta: &ConnectionMeta,
+        event: &events::ConnectionClosed,
+    ) {
+        eprintln!(
+            "s2n-quic: connection closed ({}); max datagram size {}, BBR state changes {}",
+            event.error, context.mtu, context.bbr_state_changes
+        );
+    }
+
+    fn on_platform_feature_configured(
+        &mut self,
+        _meta: &events::EndpointMeta,
+        event: &events::PlatformFeatureConfigured,
+    ) {
+        eprintln!("s2n-quic: platform feature {:?}", event.configuration);
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Prints the QIR_NEGOTIATED line: ALPN from connection.application_protocol() and the cipher
+/// suite from the KeyUpdate event, as s2n-quic reports them.
+pub fn report_negotiated(alpn: Option<&[u8]>, negotiated: Option<Negotiated>) {
+    let mut fields = Vec::new();
+    if let Some(alpn) = alpn.filter(|a| !a.is_empty()) {
+        fields.push(format!(
+            "\"alpn\": {}",
+            json_str(&String::from_utf8_lossy(alpn))
+        ));
+    }
+    if let Some(cipher) = negotiated.and_then(|n| n.cipher) {
+        fields.push(format!("\"cipher\": {}", json_str(cipher)));
+    }
+    eprintln!("QIR_NEGOTIATED {{{}}}", fields.join(", "));
+}
