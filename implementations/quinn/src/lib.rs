@@ -1,0 +1,285 @@
+//! Shared parts of the quinn interop server and client: reading the runner's environment,
+//! the rustls crypto provider (ring, optionally restricted to one cipher suite), the quinn
+//! transport configuration (congestion control, flow-control windows, GSO, qlog), the UDP socket
+//! (SO_RCVBUF/SO_SNDBUF, GRO) and the `QIR_NEGOTIATED` line.
+
+use std::{
+    fs,
+    io::{self, BufWriter},
+    net::SocketAddr,
+    os::fd::AsRawFd,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Instant,
+};
+
+use anyhow::{bail, Context, Result};
+use quinn::{
+    congestion::{self, Bbr, Cubic, NewReno},
+    crypto::rustls::HandshakeData,
+    rustls::{
+        self,
+        crypto::{ring, CryptoProvider},
+    },
+    TransportConfig, VarInt,
+};
+use socket2::{Domain, Protocol, Socket, Type};
+
+/// Stream flow-control window (per stream), 16 MiB.
+const STREAM_WINDOW: u32 = 16 << 20;
+/// Connection flow-control window, 32 MiB.
+const CONN_WINDOW: u32 = 32 << 20;
+/// Unacknowledged data the sender may have in flight (quinn's send window), 32 MiB.
+const SEND_WINDOW: u64 = 32 << 20;
+
+/// Size of the chunks files are read from or written to disk in.
+pub const IO_CHUNK: usize = 1 << 20;
+
+/// Sets up `tracing` output of quinn/h3 warnings and errors on stderr (RUST_LOG is not read, to
+/// keep the build small: no per-packet logging).
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_writer(io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .init();
+}
+
+/// The value of environment variable `name`, or "" if unset.
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_default()
+}
+
+/// The value of environment variable `name`, which must be set and non-empty.
+pub fn env_required(name: &str) -> Result<String> {
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => bail!("environment variable {name} is not set"),
+    }
+}
+
+/// The application protocol the runner chose (ALPN; default h3).
+pub fn alpn() -> Result<String> {
+    let a = env("ALPN");
+    match a.as_str() {
+        "" => Ok("h3".into()),
+        "h3" | "hq-interop" => Ok(a),
+        _ => bail!("unsupported ALPN {a:?}"),
+    }
+}
+
+/// `GSO`/`GRO`: "0" switches the offload off, anything else (default "1") leaves it on.
+fn flag_on(name: &str) -> bool {
+    !matches!(env(name).trim(), "0" | "false" | "off" | "no")
+}
+
+/// The ring crypto provider; restricted to the single TLS 1.3 suite named in `CIPHER` if set.
+/// Returns the provider and a description for the log.
+pub fn crypto_provider() -> Result<(Arc<CryptoProvider>, String)> {
+    let mut provider = ring::default_provider();
+    let cipher = env("CIPHER");
+    let cipher = cipher.trim();
+    if cipher.is_empty() {
+        return Ok((Arc::new(provider), "ring default cipher suites".into()));
+    }
+    use ring::cipher_suite as cs;
+    let suite = match cipher {
+        "TLS_AES_128_GCM_SHA256" => cs::TLS13_AES_128_GCM_SHA256,
+        "TLS_AES_256_GCM_SHA384" => cs::TLS13_AES_256_GCM_SHA384,
+        "TLS_CHACHA20_POLY1305_SHA256" => cs::TLS13_CHACHA20_POLY1305_SHA256,
+        other => bail!("unsupported CIPHER {other:?}"),
+    };
+    provider.cipher_suites = vec![suite];
+    Ok((Arc::new(provider), format!("only {cipher}")))
+}
+
+/// QUIC Initial packets always use TLS_AES_128_GCM_SHA256 (RFC 9001 5.2), also when the
+/// provider's suite list does not contain it (CIPHER restricts only the negotiated suite).
+pub fn initial_suite() -> rustls::quic::Suite {
+    ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|s| s.quic_suite())
+        .expect("ring has a QUIC-capable TLS_AES_128_GCM_SHA256")
+}
+
+/// Installs rustls' `KeyLogFile` (which writes to $SSLKEYLOGFILE) if SSLKEYLOGFILE is set.
+pub fn key_log() -> Option<Arc<dyn rustls::KeyLog>> {
+    if env("SSLKEYLOGFILE").is_empty() {
+        None
+    } else {
+        Some(Arc::new(rustls::KeyLogFile::new()))
+    }
+}
+
+/// Which congestion controller to use: `CONGESTION_CONTROL` (cubic, reno or bbr; default and
+/// fallback for anything else: cubic, the first of meta.yml's supports.congestion_control).
+pub fn congestion_choice() -> &'static str {
+    static CHOICE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    CHOICE.get_or_init(|| match env("CONGESTION_CONTROL").trim() {
+        "reno" | "newreno" => "reno",
+        "bbr" => "bbr",
+        "" | "cubic" => "cubic",
+        other => {
+            eprintln!("quinn: CONGESTION_CONTROL {other:?} not supported, using cubic");
+            "cubic"
+        }
+    })
+}
+
+/// The transport configuration for one connection. `qlog` is the file to write a qlog trace to.
+pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportConfig> {
+    let mut t = TransportConfig::default();
+    t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::from_u32(CONN_WINDOW))
+        .send_window(SEND_WINDOW);
+    match congestion_choice() {
+        "reno" => t.congestion_controller_factory(Arc::new(congestion::NewRenoConfig::default())),
+        "bbr" => t.congestion_controller_factory(Arc::new(congestion::BbrConfig::default())),
+        _ => t.congestion_controller_factory(Arc::new(congestion::CubicConfig::default())),
+    };
+    // GSO: quinn-udp uses UDP_SEGMENT when the kernel supports it; this switches it off per
+    // connection (quinn then hands one datagram per transmit to sendmmsg).
+    t.enable_segmentation_offload(flag_on("GSO"));
+    if let Some(path) = qlog {
+        let file = fs::File::create(path)
+            .with_context(|| format!("creating qlog file {}", path.display()))?;
+        let mut q = quinn::QlogConfig::default();
+        q.writer(Box::new(BufWriter::with_capacity(1 << 20, file)))
+            .title(Some(title.to_string()))
+            .start_time(Instant::now());
+        t.qlog_stream(q.into_stream());
+    }
+    Ok(t)
+}
+
+/// The qlog file for a connection named `name` (e.g. "<odcid>_server"), if QLOGDIR is set.
+pub fn qlog_path(name: &str) -> Result<Option<PathBuf>> {
+    let dir = env("QLOGDIR");
+    if dir.is_empty() {
+        return Ok(None);
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("creating QLOGDIR {dir}"))?;
+    Ok(Some(Path::new(&dir).join(format!("{name}.sqlog"))))
+}
+
+/// Creates the UDP socket bound to `addr` with socket2, applying SOCKET_RCVBUF / SOCKET_SNDBUF,
+/// and returns it together with a duplicate of its descriptor (for `after_endpoint`).
+pub fn udp_socket(addr: SocketAddr, who: &str) -> Result<(std::net::UdpSocket, Socket)> {
+    let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .context("creating UDP socket")?;
+    if addr.is_ipv6() {
+        // accept IPv4-mapped peers too when bound to [::]
+        let _ = sock.set_only_v6(false);
+    }
+    for (var, rcv) in [("SOCKET_RCVBUF", true), ("SOCKET_SNDBUF", false)] {
+        let v = env(var);
+        let v = v.trim();
+        if v.is_empty() {
+            continue;
+        }
+        let bytes: usize = v
+            .parse()
+            .with_context(|| format!("{var}={v:?} is not a number"))?;
+        if rcv {
+            sock.set_recv_buffer_size(bytes)
+        } else {
+            sock.set_send_buffer_size(bytes)
+        }
+        .with_context(|| format!("setting {var}={bytes}"))?;
+    }
+    sock.bind(&addr.into())
+        .with_context(|| format!("binding UDP {addr}"))?;
+    eprintln!(
+        "quinn {who}: UDP socket {addr}: SO_RCVBUF={} SO_SNDBUF={} (kernel values)",
+        sock.recv_buffer_size().unwrap_or(0),
+        sock.send_buffer_size().unwrap_or(0)
+    );
+    let dup = sock.try_clone().context("duplicating UDP socket")?;
+    Ok((sock.into(), dup))
+}
+
+/// Called once the quinn endpoint owns the socket. quinn-udp switches UDP_GRO on while wrapping
+/// the socket (UdpSocketState::new); with GRO=0 switch it off again on the same socket (through
+/// the duplicated descriptor) so the kernel delivers one datagram per receive. quinn-udp copes
+/// with both (it reads the segment size from the UDP_GRO control message when present).
+pub fn after_endpoint(dup: Socket, who: &str) -> Result<()> {
+    let fd = dup.as_raw_fd();
+    if !flag_on("GRO") {
+        let off: libc::c_int = 0;
+        // SAFETY: valid fd, option value points to a c_int of the given length.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_UDP,
+                libc::UDP_GRO,
+                &off as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            bail!("switching UDP_GRO off: {}", io::Error::last_os_error());
+        }
+    }
+    let mut val: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: valid fd, val/len describe a c_int buffer.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            &mut val as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    let gro = if rc == 0 {
+        val.to_string()
+    } else {
+        "unknown".into()
+    };
+    let gso = if flag_on("GSO") {
+        "on (if the kernel supports UDP_SEGMENT)"
+    } else {
+        "off"
+    };
+    eprintln!("quinn {who}: UDP_GRO={gro} GSO {gso}");
+    Ok(())
+}
+
+/// The ALPN of an established connection, as rustls reports it to quinn.
+pub fn negotiated_alpn(conn: &quinn::Connection) -> Option<String> {
+    let hd = conn.handshake_data()?.downcast::<HandshakeData>().ok()?;
+    hd.protocol
+        .map(|p| String::from_utf8_lossy(&p).into_owned())
+}
+
+/// The congestion controller the connection actually runs, from quinn's own state.
+pub fn negotiated_cc(conn: &quinn::Connection) -> Option<&'static str> {
+    let any = conn.congestion_state().into_any();
+    if any.is::<Cubic>() {
+        Some("cubic")
+    } else if any.is::<NewReno>() {
+        Some("reno")
+    } else if any.is::<Bbr>() {
+        Some("bbr")
+    } else {
+        None
+    }
+}
+
+/// Prints the `QIR_NEGOTIATED {json}` line. The cipher suite is left out: quinn's rustls session
+/// keeps the rustls connection private and its `HandshakeData` holds only ALPN and server name.
+pub fn print_negotiated(conn: &quinn::Connection) {
+    let mut parts = Vec::new();
+    if let Some(a) = negotiated_alpn(conn) {
+        parts.push(format!("\"alpn\": \"{}\"", a.escape_default()));
+    }
+    if let Some(cc) = negotiated_cc(conn) {
+        parts.push(format!("\"congestion_control\": \"{cc}\""));
+    }
+    eprintln!("QIR_NEGOTIATED {{{}}}", parts.join(", "));
+}
+
+/// Hex form of a connection ID, for qlog file names.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
