@@ -108,3 +108,32 @@ def common_alpn(server: ImplementationMeta, client: ImplementationMeta) -> str |
         if alpn in client.alpns:
             return alpn
     return None
+
+
+_CIPHER_SHORT = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM", "TLS_AES_256_GCM_SHA384": "AES-256-GCM",
+                 "TLS_CHACHA20_POLY1305_SHA256": "ChaCha20-Poly1305"}
+
+
+def support_table(registry: dict[str, ImplementationMeta]) -> str:
+    """The Markdown table of which implementation honours which standard parameter.
+
+    docs/implementations.md embeds it; a test keeps the two identical.
+    """
+    head = ("| implementation | version | protocols | congestion control | cipher suites | "
+            "socket buffers | GSO on/off | GRO on/off | qlog | key log | own parameters |")
+    lines = [head, "|" + "---|" * 11]
+
+    def yes(flag: bool) -> str:
+        return "yes" if flag else "no"
+
+    for name in sorted(registry):
+        meta, sup = registry[name], registry[name].supports
+        cc = ", ".join(sup.congestion_control) or "no choice"
+        if sup.congestion_control and "cubic" not in sup.congestion_control:
+            cc += f" (runs {sup.congestion_control[0]} when asked for cubic)"
+        ciphers = ", ".join(_CIPHER_SHORT[c] for c in sup.cipher) or "no choice"
+        own = ", ".join(f"`{k}`" for k in meta.parameters) or "-"
+        lines.append(f"| `{name}` | {meta.version} | {', '.join(meta.alpns)} | {cc} | {ciphers} | "
+                     f"{yes(sup.socket_buffers)} | {yes(sup.gso)} | {yes(sup.gro)} | "
+                     f"{yes(sup.qlog)} | {yes(sup.keylog)} | {own} |")
+    return "\n".join(lines)

@@ -113,3 +113,10 @@ def test_scripts_pass_shellcheck():
     res = subprocess.run(["shellcheck", "-x", *map(str, scripts)], capture_output=True,
                          text=True)
     assert res.returncode == 0, res.stdout
+
+
+def test_docs_support_table_matches_meta_files():
+    from interop_runner.implementations import support_table
+
+    doc = (IMPLEMENTATIONS_DIR.parent / "docs" / "implementations.md").read_text()
+    assert support_table(load_registry()) in doc
