@@ -68,7 +68,7 @@ def process_perf(out_dir: Path, record: RunRecord) -> None:
 def process_handshake(out_dir: Path, record: RunRecord) -> None:
     """handshake.pcap (client) -> record.handshake: cipher suites offered and chosen."""
     pcap = out_dir / "client" / "handshake.pcap"
-    if not pcap.exists():
+    if not pcap.exists() or pcap.stat().st_size <= 24:  # no packet at all (e.g. TCP)
         return
     try:
         found = read_handshakes(pcap)

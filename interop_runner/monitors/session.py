@@ -119,7 +119,8 @@ class NodeMonitors:
             procs.append(self._tcpdump(logs, "capture", opts.snaplen, bpf, log="tcpdump"))
         if self.active("handshake"):
             procs.append(self._tcpdump(
-                logs, "handshake", 1600, f"udp port {self.port} and udp[8] & 0x80 != 0"))
+                # whole packets: a GSO batch is captured before segmentation, as one datagram
+                logs, "handshake", 262144, f"udp port {self.port} and udp[8] & 0x80 != 0"))
         if server_pgid is not None and self.active("pidstat"):
             pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
                                      timeout=10, check=False).stdout.strip()
