@@ -282,6 +282,7 @@ def _most_common(labels: "pd.Series[Any] | None") -> str | None:
     if labels is None:
         return None
     counts = labels.dropna().value_counts()
+    counts = counts[counts > 0]  # a categorical column counts its unused categories as 0
     if counts.empty:
         return None
     return f"{counts.index[0]} ({int(counts.iloc[0])}/{int(counts.sum())})"
