@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import random
 import signal
 import time
 from dataclasses import dataclass, field
@@ -10,14 +12,15 @@ from types import FrameType
 from typing import Any, Callable, Iterator
 
 from . import __version__
-from .config import CampaignConfig, TestbedConfig
+from .config import CampaignConfig, TestbedConfig, variant_configs
 from .executor import ExecutorError, LocalExecutor
 from .implementations import ImplementationMeta, common_alpn, load_registry
 from .monitors.session import NodeMonitors
 from .nodes import Node, SetupError
 from .orchestrator import Attempt, AttemptPlan, not_run_record
-from .store import (RunRecord, attempt_dir, new_campaign_dir, next_attempt, utc_now,
-                    write_json_atomic, write_run)
+from .store import (RunRecord, StoreError, attempt_dir, new_campaign_dir, next_attempt,
+                    repetition_dir, stored_attempts, utc_now, write_json_atomic, write_run)
+from .sweep import Variant, order_runs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,6 +33,13 @@ class PlannedRun:
     client: str
     repetition: int
     alpn: str | None
+    variant: Variant = Variant("", ())
+    cfg: CampaignConfig | None = None  # the variant's config (None: the campaign's)
+
+    @property
+    def key(self) -> str:
+        """Identifies the run within its campaign (pair, variant, repetition)."""
+        return f"{self.server}_{self.client}/{self.variant.id}/{self.repetition}"
 
 
 @dataclass
@@ -71,15 +81,40 @@ def runner_version() -> dict[str, Any]:
     return info
 
 
-def plan_runs(cfg: CampaignConfig) -> list[PlannedRun]:
-    """The ordered list of runs: for each pair, repetitions 1..N."""
+def draw_seed() -> int:
+    """A fresh seed for the run order (recorded in campaign.json)."""
+    return random.SystemRandom().randrange(2**31)
+
+
+def plan_runs(cfg: CampaignConfig, seed: int | None = None) -> list[PlannedRun]:
+    """The ordered runs: variants x pairs x repetitions.
+
+    Without axes and with order ``sequential`` this is pair by pair, repetitions 1..N. With
+    order ``shuffled`` (the default) every repetition round visits all (variant, pair)
+    combinations in an order drawn from ``seed`` (``cfg.sweep.seed``, else the given one).
+    """
     registry = load_registry()
+    order = cfg.sweep.order if cfg.sweep.axes else "sequential"
+    seed = cfg.sweep.seed if cfg.sweep.seed is not None else (seed or 0)
+    configs = variant_configs(cfg)
+    units = [(variant, vcfg, pair) for pair in cfg.pair_list() for variant, vcfg in configs]
     runs = []
-    for pair in cfg.pair_list():
+    for rep, (variant, vcfg, pair) in order_runs(units, cfg.repetitions, order, seed):
         alpn = common_alpn(registry[pair.server], registry[pair.client])
-        runs += [PlannedRun(pair.server, pair.client, rep, alpn)
-                 for rep in range(1, cfg.repetitions + 1)]
+        runs.append(PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg))
     return runs
+
+
+def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun]) -> set[str]:
+    """The planned runs that already have a stored record (an interrupted one does not count)."""
+    done = set()
+    for run in runs:
+        rep = repetition_dir(directory, run.server, run.client, cfg.testcase, run.repetition,
+                             run.variant.id)
+        if any(not data.get("interrupted") and data.get("reason") !=
+               "interrupted (Ctrl-C or SIGTERM)" for _, data in stored_attempts(rep)):
+            done.add(run.key)
+    return done
 
 
 def estimate_seconds(cfg: CampaignConfig, runs: list[PlannedRun],
@@ -109,12 +144,22 @@ class Campaign:
     """Runs a validated campaign on a testbed."""
 
     def __init__(self, cfg: CampaignConfig, testbed: TestbedConfig, results_root: Path,
-                 keep_files: bool | None = None) -> None:
+                 keep_files: bool | None = None, resume: Path | None = None) -> None:
         self.cfg, self.testbed = cfg, testbed
         self.results_root = results_root
         self.keep_files = cfg.keep_files if keep_files is None else keep_files
         self.registry = load_registry()
-        self.runs = plan_runs(cfg)
+        self.resume = resume
+        self._previous: dict[str, Any] | None = None
+        seed = cfg.sweep.seed if cfg.sweep.seed is not None else draw_seed()
+        if resume is not None:
+            self._previous = _check_resume(resume, cfg)
+            seed = self._previous.get("plan", {}).get("seed", seed)
+        self.seed = seed
+        self.runs = plan_runs(cfg, seed)
+        done = completed_keys(resume, cfg, self.runs) if resume is not None else set()
+        self.skipped = len(done)
+        self.runs = [r for r in self.runs if r.key not in done]
         # called with (message, log tail) when an implementation's setup fails
         self.on_setup_error: Callable[[str, str], None] | None = None
 
@@ -126,7 +171,7 @@ class Campaign:
                 | None = None, on_record: Callable[[RunRecord], None] | None = None,
                 ) -> CampaignResult:
         """Prepare nodes, run all planned attempts, clean up; return the records."""
-        directory = new_campaign_dir(self.results_root, self.cfg.name)
+        directory = self.resume or new_campaign_dir(self.results_root, self.cfg.name)
         result = CampaignResult(directory)
         campaign_id = directory.name
         t0 = time.monotonic()
@@ -134,10 +179,20 @@ class Campaign:
             "schema_version": 1, "campaign": campaign_id, "config": self.cfg.model_dump(),
             "testbed": self.testbed.model_dump(), "runner": runner_version(),
             "started_at": utc_now(), "finished_at": None, "status": "running",
-            "planned_runs": len(self.runs), "hosts": {}, "implementations": {},
+            "planned_runs": len(self.runs) + self.skipped, "hosts": {}, "implementations": {},
             "monitors": {},
+            "plan": {"order": self.cfg.sweep.order if self.cfg.sweep.axes else "sequential",
+                     "seed": self.seed, "variants": sorted({r.variant.id for r in self.runs})},
         }
-        write_json_atomic(directory / "campaign.json", meta)
+        if self._previous is not None:
+            # keep what the earlier sessions recorded; note this one
+            meta["started_at"] = self._previous.get("started_at", meta["started_at"])
+            meta["sessions"] = self._previous.get("sessions", []) + [
+                {"status": self._previous.get("status"),
+                 "finished_at": self._previous.get("finished_at")}]
+            meta["resumed_at"] = utc_now()
+            meta["skipped_runs"] = self.skipped
+        write_json_atomic(directory / "campaign.json", meta, overwrite=self.resume is not None)
         nodes: list[Node] = []
         with _Interrupt():
             try:
@@ -218,26 +273,27 @@ class Campaign:
             runs = progress(runs, len(self.runs))
         for run in runs:
             smeta, cmeta = self.registry[run.server], self.registry[run.client]
+            vcfg = run.cfg or cfg
             attempt = next_attempt(result.directory, run.server, run.client, cfg.testcase,
-                                   run.repetition)
+                                   run.repetition, run.variant.id)
             plan = AttemptPlan(
                 campaign_id=result.directory.name, testbed=self.testbed.name,
                 testcase=cfg.testcase, repetition=run.repetition, attempt=attempt,
                 server_meta=smeta, client_meta=cmeta,
                 server_version=prepared.versions.get(f"server:{run.server}"),
                 client_version=prepared.versions.get(f"client:{run.client}"),
-                server_params=dict(cfg.server_params.get(run.server, {})),
-                client_params=dict(cfg.client_params.get(run.client, {})),
+                server_params=dict(vcfg.server_params.get(run.server, {})),
+                client_params=dict(vcfg.client_params.get(run.client, {})),
                 alpn=run.alpn, port=cfg.port, file_name=prepared.file_name,
                 file_size=cfg.file_size, file_sha256=prepared.file_sha256,
                 client_timeout=cfg.client_timeout(),
                 server_ready_timeout=cfg.timeouts.server_ready,
-                keylog=cfg.keylog or "tcpdump" in cfg.monitors,
-                qlog=cfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
-                std_params=cfg.params,
+                keylog=vcfg.keylog or "tcpdump" in cfg.monitors,
+                qlog=vcfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
+                std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
             )
             out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
-                              run.repetition, attempt)
+                              run.repetition, attempt, run.variant.id)
             out.mkdir(parents=True)
             broken = [prepared.setup_errors[k] for k in (f"server:{run.server}",
                                                          f"client:{run.client}")
@@ -262,6 +318,22 @@ class Campaign:
                 raise abort
             if on_record is not None:
                 on_record(record)
+
+
+def _check_resume(directory: Path, cfg: CampaignConfig) -> dict[str, Any]:
+    """campaign.json of the campaign to resume; the config must be the same as then."""
+    path = directory / "campaign.json"
+    try:
+        previous: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{path}: cannot resume: {exc}") from None
+    before = json.loads(json.dumps(previous.get("config", {}), default=str))
+    now = json.loads(json.dumps(cfg.model_dump(), default=str))
+    changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    if changed:
+        raise StoreError(f"{directory}: cannot resume: the config differs from the stored one "
+                         f"in {', '.join(changed)}")
+    return previous
 
 
 def _management_facts() -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -49,6 +50,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-files", action="store_true",
                    help="keep the generated file and certificates on the nodes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--resume", type=Path, default=None, metavar="CAMPAIGN_DIR",
+                   help="continue an interrupted campaign in CAMPAIGN_DIR (same config): runs "
+                        "with a stored record are skipped, an interrupted one runs again as a "
+                        "new attempt; nothing stored is rewritten")
 
     p = sub.add_parser("validate", help="check a campaign file (and its testbed) without running",
                        description="Validate a campaign file and the testbed file it names; "
@@ -161,25 +166,46 @@ def _ensure_local_testbed() -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .analysis import load_results, summarize
-    from .campaign import Campaign, estimate_seconds, plan_runs
+    from .campaign import Campaign, completed_keys, draw_seed, estimate_seconds, plan_runs
 
     cfg, testbed = load_campaign(args.config)
-    runs = plan_runs(cfg)
+    if args.resume is not None and not (args.resume / "campaign.json").is_file():
+        raise UserError(f"{args.resume}: not a campaign directory (no campaign.json)")
     if args.dry_run:
+        seed = draw_seed()
+        if args.resume is not None:
+            seed = json.loads((args.resume / "campaign.json").read_text()).get(
+                "plan", {}).get("seed", seed)
+        runs = plan_runs(cfg, seed)
+        done = completed_keys(args.resume, cfg, runs) if args.resume is not None else set()
         for run in runs:
             note = "" if run.alpn else "  (unsupported: no common protocol)"
-            print(f"{run.server:>10} -> {run.client:<10} rep {run.repetition:<4} "
+            if run.key in done:
+                note += "  (stored: skipped)"
+            variant = f" {run.variant.id}" if run.variant.id else ""
+            print(f"{run.server:>10} -> {run.client:<10} rep {run.repetition:<4}{variant} "
                   f"alpn={run.alpn or '-'}{note}")
-        est = estimate_seconds(cfg, runs)
-        print(f"{len(runs)} run(s), file {format_iec(cfg.file_size)}, testbed {testbed.name}; "
-              f"estimated {est / 60:.1f} min at 1 Gbit/s plus 1 s overhead per run")
+        todo = [r for r in runs if r.key not in done]
+        est = estimate_seconds(cfg, todo)
+        order = cfg.sweep.order if cfg.sweep.axes else "sequential"
+        seed_note = f", seed {cfg.sweep.seed if cfg.sweep.seed is not None else seed}" \
+            if order == "shuffled" else ""
+        print(f"{len(runs)} run(s) ({len({r.variant.id for r in runs})} variant(s) x "
+              f"{len(cfg.pair_list())} pair(s) x {cfg.repetitions} repetition(s), order "
+              f"{order}{seed_note}), {len(todo)} to run; file {format_iec(cfg.file_size)}, "
+              f"testbed {testbed.name}; estimated {est / 60:.1f} min at 1 Gbit/s plus 1 s "
+              f"overhead per run")
         return 0
     if testbed.local:
         _ensure_local_testbed()
     results_root = args.results_dir or Path(cfg.results_dir)
     if not results_root.is_absolute() and args.results_dir is None:
         results_root = Path.cwd() / results_root
-    campaign = Campaign(cfg, testbed, results_root, keep_files=args.keep_files or None)
+    campaign = Campaign(cfg, testbed, results_root, keep_files=args.keep_files or None,
+                        resume=args.resume)
+    if campaign.skipped:
+        print(f"resuming {args.resume}: {campaign.skipped} run(s) already stored, "
+              f"{len(campaign.runs)} to go", file=sys.stderr)
 
     def setup_failed(message: str, tail: str) -> None:
         print(f"error: {message}; its pairs are recorded as failed. Last lines of its "

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .implementations import ImplementationMeta, RegistryError, load_registry
 from .monitors.specs import MONITOR_SPECS
 from .params import StandardParams
+from .sweep import Sweep, Variant, apply, variants
 from .units import parse_size
 
 DEFAULT_FILE_SIZE = 8 * 2**30
@@ -161,6 +162,7 @@ class CampaignConfig(_Strict):
     keep_files: bool = False
     timeouts: Timeouts = Field(default_factory=Timeouts)
     results_dir: str = "results"
+    sweep: Sweep = Field(default_factory=Sweep)
 
     @field_validator("name")
     @classmethod
@@ -329,6 +331,36 @@ def _check_implementations(
     return errors
 
 
+def _check_sweep(source: str, data: dict[str, Any], cfg: CampaignConfig,
+                 registry: dict[str, ImplementationMeta]) -> list[str]:
+    """Validate every axis value on its own, so an error names the axis and the value."""
+    errors: list[str] = []
+    for i, axis in enumerate(cfg.sweep.axes):
+        for j, value in enumerate(axis.values):
+            single = cfg.sweep.model_copy(update={"axes": [axis]})
+            changed = apply(data, single, Variant("", ((axis.label, value),)))
+            where = f"{source}: sweep.axes[{i}].values[{j}] ({axis.path}={value!r})"
+            try:
+                vcfg = CampaignConfig.model_validate(changed)
+            except ValidationError as exc:
+                errors += [f"{where}: {line.split(': ', 2)[-1]}"
+                           for line in _format_errors(source, exc, CampaignConfig)]
+                continue
+            errors += [f"{where}: {line.split(': ', 2)[-1]}"
+                       for line in _check_implementations(source, vcfg, registry)]
+    labels = [axis.label for axis in cfg.sweep.axes]
+    for label in {x for x in labels if labels.count(x) > 1}:
+        errors.append(f"{source}: sweep.axes: two axes are named {label!r}; give one a `name`")
+    return errors
+
+
+def variant_configs(cfg: CampaignConfig) -> list[tuple[Variant, CampaignConfig]]:
+    """Every variant of the sweep with its own config (the base config without axes)."""
+    data = cfg.model_dump(mode="json")
+    return [(v, CampaignConfig.model_validate(apply(data, cfg.sweep, v)) if v.values else cfg)
+            for v in variants(cfg.sweep)]
+
+
 def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
     """Read and validate a campaign file and the testbed file it names.
 
@@ -345,6 +377,7 @@ def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
     except RegistryError as exc:
         raise ConfigError([str(exc)]) from None
     errors = _check_implementations(str(path), cfg, registry)
+    errors += _check_sweep(str(path), data, cfg, registry)
     testbed_path = resolve_testbed_path(path, cfg)
     if not testbed_path.is_file():
         errors.append(f"{path}: testbed: file not found: {testbed_path}")

@@ -72,6 +72,8 @@ class AttemptPlan:
     qlog: bool = False
     monitors: dict[str, dict[str, str]] = field(default_factory=dict)
     std_params: StandardParams = field(default_factory=StandardParams)
+    variant: str = ""
+    axes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pair(self) -> str:
@@ -102,7 +104,8 @@ def not_run_record(plan: AttemptPlan, server: Node, client: Node, status: Status
         campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
         attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
         server=plan.side("server", server), client=plan.side("client", client),
-        params=plan.std_params.model_dump(), status=status, reason=reason, file_size=plan.file_size,
+        params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
+        status=status, reason=reason, file_size=plan.file_size,
         sha256_expected=plan.file_sha256, started_at=now, finished_at=now,
         monitors=dict(plan.monitors),
     )
@@ -129,10 +132,12 @@ class Attempt:
             campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
             attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
             server=plan.side("server", server), client=plan.side("client", client),
-            params=plan.std_params.model_dump(), file_size=plan.file_size, sha256_expected=plan.file_sha256,
+            params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
+            file_size=plan.file_size, sha256_expected=plan.file_sha256,
             monitors=dict(plan.monitors),
         )
-        rel = f"{plan.pair}/{plan.testcase}/{plan.repetition}/attempt-{plan.attempt}"
+        rel = "/".join(p for p in (plan.pair, plan.testcase, plan.variant, str(plan.repetition),
+                                   f"attempt-{plan.attempt}") if p)
         self.server_logs = f"{server.runs_dir}/{rel}/server"
         self.client_logs = f"{client.runs_dir}/{rel}/client"
         self._server_proc: Background | None = None
@@ -183,6 +188,7 @@ class Attempt:
             rec.status, rec.reason = "failed", f"runner: {exc}"
         except KeyboardInterrupt as exc:
             rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
+            rec.interrupted = True
             self.abort = exc
         except Exception as exc:  # a runner bug: record it, then let the campaign stop
             rec.status, rec.reason = "failed", f"runner error: {exc!r}"

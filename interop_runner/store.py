@@ -68,6 +68,10 @@ class RunRecord:
     reason: str | None = None
     alpn: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    # sweep: the variant's id ("" without axes) and its axis values (label -> value)
+    variant: str = ""
+    axes: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: resume runs this repetition again
     # from the client's capture of the QUIC Initial packets (monitor "handshake")
     handshake: dict[str, Any] | None = None
     file_size: int | None = None
@@ -142,16 +146,37 @@ def new_campaign_dir(results_root: Path, name: str, now: datetime | None = None)
     raise StoreError(f"{results_root}: cannot find a free campaign directory name for {name}")
 
 
+def repetition_dir(campaign_dir: Path, server: str, client: str, testcase: str,
+                   repetition: int, variant: str = "") -> Path:
+    """``<pair>/<testcase>/[<variant>/]<repetition>``: the attempts of one repetition."""
+    base = campaign_dir / f"{server}_{client}" / testcase
+    return (base / variant if variant else base) / str(repetition)
+
+
 def attempt_dir(campaign_dir: Path, server: str, client: str, testcase: str,
-                repetition: int, attempt: int) -> Path:
+                repetition: int, attempt: int, variant: str = "") -> Path:
     """Directory of one attempt (not created)."""
-    return campaign_dir / f"{server}_{client}" / testcase / str(repetition) / f"attempt-{attempt}"
+    return repetition_dir(campaign_dir, server, client, testcase, repetition,
+                          variant) / f"attempt-{attempt}"
+
+
+def stored_attempts(rep_dir: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(attempt number, run.json contents) of the attempts stored for one repetition."""
+    out = []
+    for p in rep_dir.glob("attempt-*/run.json") if rep_dir.is_dir() else []:
+        number = p.parent.name.split("-", 1)[1]
+        if number.isdigit():
+            try:
+                out.append((int(number), read_run(p)))
+            except (OSError, ValueError):
+                continue
+    return sorted(out, key=lambda item: item[0])
 
 
 def next_attempt(campaign_dir: Path, server: str, client: str, testcase: str,
-                 repetition: int) -> int:
+                 repetition: int, variant: str = "") -> int:
     """The number of the next attempt for a repetition (1 when none is stored)."""
-    rep = campaign_dir / f"{server}_{client}" / testcase / str(repetition)
+    rep = repetition_dir(campaign_dir, server, client, testcase, repetition, variant)
     used = [int(p.name.split("-", 1)[1]) for p in rep.glob("attempt-*")
             if p.name.split("-", 1)[1].isdigit()] if rep.is_dir() else []
     return max(used, default=0) + 1

@@ -61,6 +61,7 @@ COLUMNS: dict[str, Any] = {
     "client_negotiated_cipher": "string",
     "server_negotiated_cc": "string",
     "wire_cipher": "string",
+    "variant": "string",  # sweep variant id; its axis values are the columns axis_<name>
     "client_negotiated_cc": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
@@ -70,7 +71,7 @@ COLUMNS: dict[str, Any] = {
 
 
 CACHE_DIR = ".cache"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 PARALLEL_MIN = 200  # attempts; below this a process pool costs more than it saves
 
 
@@ -88,6 +89,9 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
     for key in ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso", "gro"):
         row[key] = (data.get("params") or {}).get(key)
     row["wire_cipher"] = (data.get("handshake") or {}).get("selected")
+    row["variant"] = data.get("variant") or None
+    for name, value in (data.get("axes") or {}).items():
+        row[f"axis_{name}"] = value
     for role, side in (("server", server), ("client", client)):
         row[f"{role}_cc"] = (side.get("effective") or {}).get("congestion_control")
         row[f"{role}_unhonoured"] = ", ".join(

@@ -1,0 +1,131 @@
+"""Parameter sweeps: axes over campaign settings, their cross product, and the run order.
+
+A campaign's ``sweep.axes`` each name a setting by its dotted path in the campaign file
+(``params.congestion_control``, ``client_params.quic-go.force_buffers``, ``file_size``) and the
+values to try. Every combination is a *variant*: the campaign config with those settings
+replaced, validated like the file itself. The plan is variants x pairs x repetitions, by default
+interleaved per repetition and shuffled with a recorded seed, so slow drift of the machine
+cannot masquerade as an effect of a setting.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Settings that may differ between the runs of one campaign (the file, monitors and nodes are
+# prepared once per campaign, so file_size and monitors are not among them).
+SWEEPABLE_ROOTS = ("params", "server_params", "client_params", "keylog", "qlog")
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+class Axis(BaseModel):
+    """One swept setting."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+    values: list[Any] = Field(min_length=1)
+    name: str | None = None  # short name in variant ids and DataFrame columns
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        parts = value.split(".")
+        if parts[0] not in SWEEPABLE_ROOTS or any(not p for p in parts):
+            raise ValueError(f"cannot sweep {value!r}: the path must start with one of "
+                             f"{', '.join(SWEEPABLE_ROOTS)}")
+        return value
+
+    @property
+    def label(self) -> str:
+        """The name used in variant ids: ``name`` or the last path component."""
+        return self.name or self.path.rsplit(".", 1)[-1]
+
+
+class Sweep(BaseModel):
+    """The ``sweep:`` block of a campaign."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    axes: list[Axis] = []
+    order: Literal["shuffled", "sequential"] = "shuffled"
+    seed: int | None = None  # None: drawn at run time and recorded in campaign.json
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One combination of axis values."""
+
+    id: str  # "" when the campaign has no axes
+    values: tuple[tuple[str, Any], ...]  # (axis label, value) in axis order
+
+    def as_dict(self) -> dict[str, Any]:
+        """Axis label -> value."""
+        return dict(self.values)
+
+
+def slug(value: Any) -> str:
+    """A value as it appears in a directory name."""
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return _SLUG_BAD.sub("-", text).strip("-") or "x"
+
+
+def variants(sweep: Sweep) -> list[Variant]:
+    """The cross product of the axes, in axis order (one empty variant without axes)."""
+    if not sweep.axes:
+        return [Variant("", ())]
+    out = []
+    for combo in itertools.product(*(axis.values for axis in sweep.axes)):
+        values = tuple((axis.label, value) for axis, value in zip(sweep.axes, combo))
+        out.append(Variant(",".join(f"{k}={slug(v)}" for k, v in values), values))
+    return out
+
+
+def apply(data: dict[str, Any], sweep: Sweep, variant: Variant) -> dict[str, Any]:
+    """A copy of the campaign data with the variant's values set at their paths."""
+    out: dict[str, Any] = _copy(data)
+    for axis, (_, value) in zip(sweep.axes, variant.values):
+        node = out
+        parts = axis.path.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[parts[-1]] = value
+    out.pop("sweep", None)
+    return out
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+T = TypeVar("T")
+
+
+def order_runs(units: list[T], repetitions: int, order: str, seed: int) -> list[tuple[int, T]]:
+    """(repetition, unit) in run order; a unit is one (variant, pair) combination.
+
+    ``shuffled``: repetition 1 of every unit in a shuffled order, then repetition 2 in another
+    shuffled order, ... (the seed fixes all of it). ``sequential``: unit by unit, repetitions
+    back to back.
+    """
+    if order == "sequential":
+        return [(rep, unit) for unit in units for rep in range(1, repetitions + 1)]
+    rng = random.Random(seed)
+    out: list[tuple[int, T]] = []
+    for rep in range(1, repetitions + 1):
+        batch = list(units)
+        rng.shuffle(batch)
+        out += [(rep, unit) for unit in batch]
+    return out
