@@ -15,8 +15,9 @@ from . import __version__
 from .config import CampaignConfig, TestbedConfig, variant_configs
 from .executor import ExecutorError, LocalExecutor
 from .implementations import ImplementationMeta, common_alpn, load_registry
+from .knobs import Journal, NodeKnobs
 from .monitors.session import NodeMonitors
-from .nodes import Node, SetupError
+from .nodes import Node, PreflightError, SetupError
 from .orchestrator import Attempt, AttemptPlan, not_run_record
 from .store import (RunRecord, StoreError, attempt_dir, new_campaign_dir, next_attempt,
                     repetition_dir, stored_attempts, utc_now, write_json_atomic, write_run)
@@ -52,6 +53,8 @@ class Prepared:
     file_sha256: str
     server_monitors: NodeMonitors
     client_monitors: NodeMonitors
+    server_knobs: NodeKnobs | None = None
+    client_knobs: NodeKnobs | None = None
 
 
 @dataclass
@@ -206,7 +209,16 @@ class Campaign:
                 meta["hosts"] = {n.name: n.collect_facts(directory / "hosts" / n.name)
                                  for n in nodes}
                 meta["hosts"]["management"] = _management_facts()
+                knobs: dict[str, NodeKnobs] = {n.cfg.role: node_knobs(n, self.testbed)
+                                               for n in nodes}
+                leftovers = {n.name: knobs[n.cfg.role].restore(None, []) for n in nodes
+                             if knobs[n.cfg.role].journal.pending()
+                             or knobs[n.cfg.role].sysctl.pending()}
+                if leftovers:  # a killed earlier run left changes behind: undone now
+                    meta["restored_leftovers"] = leftovers
+                self._check_knobs(knobs)
                 prepared = self._prepare(server, client, meta)
+                prepared.server_knobs, prepared.client_knobs = knobs["server"], knobs["client"]
                 write_json_atomic(directory / "campaign.json", meta, overwrite=True)
                 self._loop(server, client, prepared, result, progress, on_record)
                 meta["status"] = "finished"
@@ -226,6 +238,24 @@ class Campaign:
                 meta["wall_s"] = result.wall_s
                 write_json_atomic(directory / "campaign.json", meta, overwrite=True)
         return result
+
+    def _check_knobs(self, knobs: dict[str, NodeKnobs]) -> None:
+        """Refuse knob settings the testbed cannot have, before any run."""
+        configs = [vcfg for _, vcfg in variant_configs(self.cfg)]
+        if self.testbed.local:
+            for vcfg in configs:
+                s, c = vcfg.side_knobs("server"), vcfg.side_knobs("client")
+                for name in ("rmem", "wmem"):
+                    if getattr(s, name) != getattr(c, name) and None not in \
+                            (getattr(s, name), getattr(c, name)):
+                        raise PreflightError(
+                            f"{name}: the local testbed's namespaces share the host's "
+                            f"net.core sysctls, so server and client cannot differ "
+                            f"({getattr(s, name)} vs {getattr(c, name)})")
+        for role, nk in knobs.items():
+            if any(vcfg.side_knobs(role).delay or vcfg.side_knobs(role).reorder
+                   for vcfg in configs):
+                nk.check_netem()
 
     def _prepare(self, server: Node, client: Node, meta: dict[str, Any]) -> Prepared:
         cfg = self.cfg
@@ -260,7 +290,7 @@ class Campaign:
             if mon.perf_event:
                 meta["monitors"][node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
-        return Prepared(versions, errors, file_name, sha256, *monitors)
+        return Prepared(versions, errors, file_name, sha256, monitors[0], monitors[1])
 
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
               progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
@@ -291,6 +321,7 @@ class Campaign:
                 keylog=vcfg.keylog or "tcpdump" in cfg.monitors,
                 qlog=vcfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
                 std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
+                server_knobs=vcfg.side_knobs("server"), client_knobs=vcfg.side_knobs("client"),
             )
             out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
                               run.repetition, attempt, run.variant.id)
@@ -309,7 +340,8 @@ class Campaign:
                 abort = None
             else:
                 attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
-                                      prepared.client_monitors)
+                                      prepared.client_monitors, prepared.server_knobs,
+                                      prepared.client_knobs)
                 record = attempt_run.run()
                 abort = attempt_run.abort
             write_run(out, record)
@@ -318,6 +350,34 @@ class Campaign:
                 raise abort
             if on_record is not None:
                 on_record(record)
+
+
+HOST_JOURNAL = "/var/tmp/qir/host-restore.sh"
+
+
+def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:
+    """The knob handler of a node; on the local testbed sysctls go to the management host."""
+    journal = Journal(node.executor, f"{node.cfg.workdir}/restore.sh")
+    sysctl = Journal(LocalExecutor("management"), HOST_JOURNAL) if testbed.local else None
+    return NodeKnobs(node.name, node.executor, node.cfg.interface, journal, sysctl)
+
+
+def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, list[str]]:
+    """Undo what killed runs left on the nodes (their journals); node -> commands that failed.
+
+    Returns only the nodes that had something to undo.
+    """
+    out: dict[str, list[str]] = {}
+    for role in ("server", "client"):
+        name, cfg = testbed.node(role)
+        node = Node.connect(name, cfg, "restore", timeout)
+        try:
+            nk = node_knobs(node, testbed)
+            if nk.journal.pending() or nk.sysctl.pending():
+                out[name] = nk.restore(None, [])
+        finally:
+            node.close()
+    return out
 
 
 def _check_resume(directory: Path, cfg: CampaignConfig) -> dict[str, Any]:

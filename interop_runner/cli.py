@@ -64,9 +64,14 @@ def _build_parser() -> argparse.ArgumentParser:
                        description="Two network namespaces (qir-server, qir-client) joined by "
                                    "veth, each running its own sshd, reachable from this "
                                    "machine over a management link; 198.18.0.0/15 addresses.")
-    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument("action", choices=["up", "down", "status", "restore"],
+                   help="restore: undo host knobs a killed run left on the nodes (replays "
+                        "their restore journals)")
     p.add_argument("--purge", action="store_true",
                    help="with down: also remove the nodes' work and tmpfs directories")
+    p.add_argument("--file", type=Path, default=None, metavar="TESTBED_YML",
+                   help="with restore: a testbed file of real hosts (default: the local "
+                        "testbed, configs/testbeds/local.yml)")
 
     sub.add_parser("list", help="list the available implementations",
                    description="List implementations with their version, roles, protocols and "
@@ -138,6 +143,8 @@ def _testbed_module() -> ModuleType:
 
 
 def _cmd_testbed(args: argparse.Namespace) -> int:
+    if args.action == "restore":
+        return _restore(args.file)
     local = _testbed_module()
     try:
         if args.action == "up":
@@ -152,6 +159,32 @@ def _cmd_testbed(args: argparse.Namespace) -> int:
     except local.TestbedError as exc:
         raise UserError(str(exc)) from None
     return 0
+
+
+def _restore(path: Path | None) -> int:
+    from .campaign import HOST_JOURNAL, restore_testbed
+    from .config import load_testbed
+    from .knobs import Journal
+
+    root = Path(__file__).resolve().parent.parent
+    testbed = load_testbed(path or root / "configs" / "testbeds" / "local.yml")
+    if testbed.local:
+        _ensure_local_testbed()
+    undone = restore_testbed(testbed)
+    if testbed.local:  # sysctls of the local testbed live on this host
+        from .executor import LocalExecutor
+
+        host = Journal(LocalExecutor("management"), HOST_JOURNAL)
+        if host.pending():
+            undone["management"] = host.replay()
+    if not undone:
+        print(f"{testbed.name}: nothing to restore")
+        return 0
+    bad = 0
+    for node, failed in undone.items():
+        print(f"{node}: restored" + (f"; could not undo: {'; '.join(failed)}" if failed else ""))
+        bad += len(failed)
+    return 1 if bad else 0
 
 
 def _ensure_local_testbed() -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .implementations import ImplementationMeta, RegistryError, load_registry
 from .monitors.specs import MONITOR_SPECS
+from .knobs import Knobs
 from .params import StandardParams
 from .sweep import Sweep, Variant, apply, variants
 from .units import parse_size
@@ -152,6 +153,9 @@ class CampaignConfig(_Strict):
     clients: list[str] = []
     pairs: list[Pair] | None = None
     params: StandardParams = Field(default_factory=StandardParams)
+    knobs: Knobs = Field(default_factory=Knobs)  # host knobs for both nodes
+    server_knobs: Knobs = Field(default_factory=Knobs)  # ... for one node (wins over knobs)
+    client_knobs: Knobs = Field(default_factory=Knobs)
     server_params: dict[str, dict[str, Any]] = {}
     client_params: dict[str, dict[str, Any]] = {}
     monitors: list[str] = []
@@ -198,6 +202,10 @@ class CampaignConfig(_Strict):
         if self.pairs is not None:
             return list(self.pairs)
         return [Pair(server=s, client=c) for s in self.servers for c in self.clients]
+
+    def side_knobs(self, role: str) -> Knobs:
+        """The knobs of one node: ``knobs`` overridden by ``<role>_knobs``."""
+        return self.knobs.merged(getattr(self, f"{role}_knobs"))
 
     def client_timeout(self) -> float:
         """Client timeout: configured, else 60 s plus the transfer time at 50 Mbit/s."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from .executor import Background, CommandTimeout, ExecutorError
 from .implementations import EXIT_UNSUPPORTED, ImplementationMeta
+from .knobs import Knobs, KnobError, KnobState, NodeKnobs
 from .monitors.session import NodeMonitors
 from .nodes import Node
 from .params import StandardParams, check_negotiated, parse_negotiated, resolve
@@ -74,6 +75,8 @@ class AttemptPlan:
     std_params: StandardParams = field(default_factory=StandardParams)
     variant: str = ""
     axes: dict[str, Any] = field(default_factory=dict)
+    server_knobs: Knobs = field(default_factory=Knobs)
+    client_knobs: Knobs = field(default_factory=Knobs)
 
     @property
     def pair(self) -> str:
@@ -122,7 +125,9 @@ class Attempt:
 
     def __init__(self, plan: AttemptPlan, server: Node, client: Node, out_dir: Path,
                  server_monitors: NodeMonitors | None = None,
-                 client_monitors: NodeMonitors | None = None) -> None:
+                 client_monitors: NodeMonitors | None = None,
+                 server_knobs: NodeKnobs | None = None,
+                 client_knobs: NodeKnobs | None = None) -> None:
         self.plan, self.server, self.client, self.out_dir = plan, server, client, out_dir
         self.smon = server_monitors or NodeMonitors(server.executor, server.name,
                                                     server.cfg.interface, [])
@@ -142,6 +147,10 @@ class Attempt:
         self.client_logs = f"{client.runs_dir}/{rel}/client"
         self._server_proc: Background | None = None
         self.abort: BaseException | None = None
+        self._knobs = {"server": (server_knobs, plan.server_knobs),
+                       "client": (client_knobs, plan.client_knobs)}
+        self._knob_states: dict[str, KnobState] = {}
+        self._cpus: dict[str, str] = {}
 
     # -- environment ---------------------------------------------------------------------------
     def _env(self, node: Node, logs: str, meta: ImplementationMeta,
@@ -178,10 +187,13 @@ class Attempt:
         try:
             self.server.run(["mkdir", "-p", self.server_logs])
             self.client.run(["mkdir", "-p", self.client_logs, self.client.downloads])
+            self._apply_knobs()
             if self._script(self.server, p.server_meta, "pre", senv) and \
                     self._script(self.client, p.client_meta, "pre", cenv) and \
                     self._start_server(senv):
                 self._measure(cenv)
+        except KnobError as exc:
+            rec.status, rec.reason = "failed", f"knob: {exc}"
         except CommandTimeout as exc:
             rec.status, rec.reason = "timeout", str(exc)
         except ExecutorError as exc:
@@ -197,6 +209,40 @@ class Attempt:
             self._finish(senv, cenv)
         rec.finished_at = utc_now()
         return rec
+
+    def _apply_knobs(self) -> None:
+        """Apply each node's host knobs (undo journaled first) and resolve core pinning."""
+        for role, (nk, knobs) in self._knobs.items():
+            if nk is None or not knobs.active():
+                continue
+            if knobs.pin:
+                self._cpus[role] = nk.cpus(knobs.pin)
+            self._knob_states[role] = nk.apply(knobs)
+
+    def _restore_knobs(self) -> None:
+        for role, (nk, knobs) in self._knobs.items():
+            if nk is None or not knobs.active():
+                continue
+            state = self._knob_states.get(role)
+            names = [n for n in knobs.active() if n != "pin"]
+            failed = nk.restore(state, names)
+            entry: dict[str, Any] = {"asked": knobs.active()}
+            if state is not None:
+                entry.update(before=state.before, applied=state.applied, after=state.after,
+                             notes=state.notes)
+                if state.before != state.after and not failed:
+                    self.record.warnings.append(f"{role}: knobs not back to their state "
+                                                f"before the run: {state.after}")
+            if role in self._cpus:
+                entry["cpus"] = self._cpus[role]
+            if failed:
+                entry["restore_failed"] = failed
+                self.record.warnings.append(f"{role}: could not undo: {'; '.join(failed)}")
+            self.record.knobs[role] = entry
+
+    def _pinned(self, role: str, argv: list[str]) -> list[str]:
+        cpus = self._cpus.get(role)
+        return ["taskset", "-c", cpus, *argv] if cpus else argv
 
     def _script(self, node: Node, meta: ImplementationMeta, script: str,
                 env: dict[str, str]) -> bool:
@@ -234,7 +280,7 @@ class Attempt:
             self.record.reason = f"port {p.port} is already in use on {node.name}: {busy[:200]}"
             return False
         self._server_proc = node.executor.start(
-            [f"{d}/run-server"], stdout=f"{self.server_logs}/server.stdout.log",
+            self._pinned("server", [f"{d}/run-server"]), stdout=f"{self.server_logs}/server.stdout.log",
             stderr=f"{self.server_logs}/server.stderr.log", env=env, cwd=d)
         try:
             res = node.run(["sh", "-c", _READY, self._server_proc.exit_file, flag, str(p.port)],
@@ -279,7 +325,7 @@ class Attempt:
         try:
             res = node.run(["bash", "-c", _TIMED, f"{self.client_logs}/client.stdout.log",
                             f"{self.client_logs}/client.stderr.log", pidstat_out,
-                            f"{d}/run-client"], timeout=p.client_timeout, env=env, cwd=d)
+                            *self._pinned("client", [f"{d}/run-client"])], timeout=p.client_timeout, env=env, cwd=d)
         except CommandTimeout:
             rec.status = "timeout"
             rec.reason = f"client did not finish within {p.client_timeout:g} s"
@@ -351,6 +397,11 @@ class Attempt:
             self._script(self.server, p.server_meta, "post", senv)
             self._script(self.client, p.client_meta, "post", cenv)
         finally:
+            try:
+                self._restore_knobs()
+            except (KnobError, ExecutorError) as exc:
+                self.record.warnings.append(f"knob restore incomplete: {exc} (the journal "
+                                            "stays on the node: run.py testbed restore)")
             for node, logs, sub in ((self.server, self.server_logs, "server"),
                                     (self.client, self.client_logs, "client")):
                 try:

@@ -71,6 +71,8 @@ class RunRecord:
     # sweep: the variant's id ("" without axes) and its axis values (label -> value)
     variant: str = ""
     axes: dict[str, Any] = field(default_factory=dict)
+    # host knobs per node: {"server": {"before", "applied", "after", "notes", "pin"}, ...}
+    knobs: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: resume runs this repetition again
     # from the client's capture of the QUIC Initial packets (monitor "handshake")
     handshake: dict[str, Any] | None = None

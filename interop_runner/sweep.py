@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # Settings that may differ between the runs of one campaign (the file, monitors and nodes are
 # prepared once per campaign, so file_size and monitors are not among them).
-SWEEPABLE_ROOTS = ("params", "server_params", "client_params", "keylog", "qlog")
+SWEEPABLE_ROOTS = ("params", "knobs", "server_knobs", "client_knobs", "server_params",
+                   "client_params", "keylog", "qlog")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._+-]+")
 
 

@@ -1,0 +1,356 @@
+"""Host knobs: settings of a node changed for one run and always restored afterwards.
+
+Before a knob changes anything, the command that undoes it is appended to a journal on the
+node (``<workdir>/restore.sh``, one shell command per line). Restoring runs the journal
+backwards and deletes it. So a runner that is killed, or loses its connection, leaves a journal
+behind that ``run.py testbed restore`` or the next campaign's start replays; a person can also
+run it by hand (``tac restore.sh | sh``).
+
+Knobs: socket buffer sysctls, segmentation offloads (ethtool), MTU, a rate limit (tbf), random
+loss (iptables statistic), delay/reordering (netem, where the kernel has it). Core pinning is
+no state change: it prefixes the implementation's command with ``taskset``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .executor import Executor, ExecutorError
+from .units import parse_size
+
+DEFAULT_SOCKET_BUFFER = 212992  # Linux's net.core.rmem_default/wmem_default (208 KiB)
+OFFLOAD_FEATURES = {  # ethtool -K name -> ethtool -k name
+    "gso": "generic-segmentation-offload", "gro": "generic-receive-offload",
+    "tso": "tcp-segmentation-offload", "lro": "large-receive-offload",
+    "tx-udp-segmentation": "tx-udp-segmentation",
+    "rx-udp-gro-forwarding": "rx-udp-gro-forwarding",
+}
+OFFLOAD_PRESETS: dict[str, dict[str, bool]] = {
+    "off": {k: False for k in OFFLOAD_FEATURES},
+    "all-on": {k: True for k in OFFLOAD_FEATURES},
+    # UDP segmentation/GRO on (what QUIC stacks use), TCP-only offloads off
+    "udp-only": {"gso": True, "gro": True, "tx-udp-segmentation": True,
+                 "rx-udp-gro-forwarding": True, "tso": False, "lro": False},
+}
+_RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit)$")
+_CPUS_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+class KnobError(Exception):
+    """A knob cannot be applied on a node (the message names node and knob)."""
+
+
+class Knobs(BaseModel):
+    """``knobs:`` (both nodes), ``server_knobs:``/``client_knobs:`` (one node) of a campaign."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    # net.core.rmem_default and rmem_max (wmem: the w* pair): bytes ("4MiB") or a multiple of
+    # the 208 KiB Linux default ("4x")
+    rmem: int | None = None
+    wmem: int | None = None
+    offload: Literal["default", "off", "udp-only", "all-on"] | None = None
+    mtu: int | None = Field(None, ge=576, le=65535)
+    rate: str | None = None  # tbf on egress, tc syntax: "1gbit", "500mbit"
+    loss: float | None = Field(None, gt=0, lt=1)  # drop probability of received UDP packets
+    delay: str | None = None  # netem delay on egress, e.g. "10ms"
+    reorder: float | None = Field(None, gt=0, lt=1)  # netem reorder probability (needs delay)
+    pin: str | None = None  # taskset CPU list ("2", "0-3,8") or "nic-local" / "nic-remote"
+
+    @field_validator("rmem", "wmem", mode="before")
+    @classmethod
+    def _buffer(cls, value: Any) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, str) and value.strip().lower().endswith("x"):
+            factor = float(value.strip()[:-1])
+            if factor <= 0:
+                raise ValueError("the multiple must be larger than 0")
+            return int(factor * DEFAULT_SOCKET_BUFFER)
+        size = parse_size(value)
+        if size <= 0:
+            raise ValueError("must be larger than 0")
+        return size
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None and not _RATE_RE.match(value):
+            raise ValueError(f"expected a tc rate like 1gbit or 500mbit, got {value!r}")
+        return value
+
+    @field_validator("delay")
+    @classmethod
+    def _delay(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^\d+(\.\d+)?(us|ms|s)$", value):
+            raise ValueError(f"expected a time like 10ms, got {value!r}")
+        return value
+
+    @field_validator("pin")
+    @classmethod
+    def _pin(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("nic-local", "nic-remote") and \
+                not _CPUS_RE.match(value):
+            raise ValueError(f"expected a CPU list like 2 or 0-3,8, or nic-local/nic-remote, "
+                             f"got {value!r}")
+        return value
+
+    def merged(self, other: "Knobs") -> "Knobs":
+        """These knobs with every value set in ``other`` taking precedence."""
+        return self.model_copy(update=other.model_dump(exclude_none=True))
+
+    def active(self) -> dict[str, Any]:
+        """The knobs that are set (``offload: default`` changes nothing and is left out)."""
+        out = self.model_dump(exclude_none=True)
+        if out.get("offload") == "default":
+            del out["offload"]
+        return out
+
+
+def parse_ethtool_features(text: str) -> dict[str, tuple[bool, bool]]:
+    """``ethtool -k`` output -> feature name -> (on, fixed)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*([a-z0-9-]+):\s+(on|off)(\s+\[fixed\])?", line)
+        if m:
+            out[m.group(1)] = (m.group(2) == "on", bool(m.group(3)))
+    return out
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """``0-3,8`` -> [0, 1, 2, 3, 8]."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus += list(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def format_cpulist(cpus: list[int]) -> str:
+    """[0, 1, 2, 3, 8] -> ``0-3,8``."""
+    parts: list[str] = []
+    run: list[int] = []
+    for cpu in sorted(set(cpus)):
+        if run and cpu == run[-1] + 1:
+            run.append(cpu)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [cpu]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(parts)
+
+
+@dataclass
+class Journal:
+    """The restore journal of one executor (a node, or the management host)."""
+
+    executor: Executor
+    path: str
+    timeout: float = 60.0
+
+    def add(self, undo: list[str]) -> None:
+        """Append the command that undoes the next change (before making the change)."""
+        self.executor.run(["sh", "-c", 'mkdir -p "$(dirname "$0")" && printf "%s\\n" "$1" >>"$0"',
+                           self.path, shlex.join(undo)], timeout=self.timeout)
+
+    def replay(self) -> list[str]:
+        """Undo everything journaled, newest first; return the lines that failed."""
+        res = self.executor.run(
+            ["sh", "-c", '[ -f "$0" ] || exit 0; tac "$0" | while IFS= read -r l; do '
+             'sh -c "$l" >/dev/null 2>&1 || echo "$l"; done; rm -f "$0"', self.path],
+            timeout=self.timeout, check=False)
+        return [ln for ln in res.stdout.splitlines() if ln.strip()]
+
+    def pending(self) -> bool:
+        """True when a journal is left over (a run did not finish its restore)."""
+        return self.executor.run(["test", "-s", self.path], timeout=self.timeout,
+                                 check=False).ok
+
+
+@dataclass
+class KnobState:
+    """What a knob found, set and left behind on one node for one run."""
+
+    before: dict[str, Any] = field(default_factory=dict)
+    applied: dict[str, Any] = field(default_factory=dict)
+    after: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class NodeKnobs:
+    """Applies one node's knobs around a run and restores them.
+
+    ``sysctl`` is the executor for the global ``net.core`` sysctls: the node's own, or the
+    management host's for the local testbed, whose namespaces share the host's values.
+    """
+
+    def __init__(self, node: str, executor: Executor, iface: str, journal: Journal,
+                 sysctl: Journal | None = None, timeout: float = 60.0) -> None:
+        self.node, self.ex, self.iface, self.journal = node, executor, iface, journal
+        self.sysctl = sysctl or journal
+        self.timeout = timeout
+
+    def _run(self, argv: list[str], ex: Executor | None = None) -> str:
+        try:
+            return (ex or self.ex).run(argv, timeout=self.timeout).stdout
+        except ExecutorError as exc:
+            raise KnobError(f"{self.node}: {exc}") from None
+
+    # -- reading -------------------------------------------------------------------------------
+    def read(self, names: list[str]) -> dict[str, Any]:
+        """The current state of the given knobs."""
+        out: dict[str, Any] = {}
+        for name in names:
+            if name in ("rmem", "wmem"):
+                keys = [f"net.core.{name}_default", f"net.core.{name}_max"]
+                values = self._run(["sysctl", "-n", *keys], self.sysctl.executor).split()
+                out[name] = dict(zip(keys, map(int, values)))
+            elif name == "offload":
+                feats = parse_ethtool_features(self._run(["ethtool", "-k", self.iface]))
+                out[name] = {k: feats[v][0] for k, v in OFFLOAD_FEATURES.items() if v in feats}
+            elif name == "mtu":
+                out[name] = int(self._run(["cat", f"/sys/class/net/{self.iface}/mtu"]))
+            elif name in ("rate", "delay", "reorder"):
+                out[name] = self._run(["tc", "qdisc", "show", "dev", self.iface,
+                                       "root"]).strip()
+            elif name == "loss":
+                out[name] = self._run(["sh", "-c", "iptables -S INPUT | grep -c statistic || "
+                                       "true"]).strip()
+        return out
+
+    # -- applying ------------------------------------------------------------------------------
+    def apply(self, knobs: Knobs) -> KnobState:
+        """Apply every set knob (journaling its undo first); return the before/applied state."""
+        active = knobs.active()
+        active.pop("pin", None)
+        state = KnobState(before=self.read(list(active)))
+        for name in ("rmem", "wmem"):
+            if name in active:
+                value = active[name]
+                keys = [f"net.core.{name}_max", f"net.core.{name}_default"]
+                old = state.before[name]
+                self.sysctl.add(["sysctl", "-q", "-w"] + [f"{k}={old[k]}" for k in keys])
+                self._run(["sysctl", "-q", "-w"] + [f"{k}={value}" for k in keys],
+                          self.sysctl.executor)
+                state.applied[name] = value
+        if "offload" in active:
+            self._offload(OFFLOAD_PRESETS[active["offload"]], state)
+        if "mtu" in active:
+            self.journal.add(["ip", "link", "set", "dev", self.iface, "mtu",
+                              str(state.before["mtu"])])
+            self._run(["ip", "link", "set", "dev", self.iface, "mtu", str(active["mtu"])])
+            state.applied["mtu"] = active["mtu"]
+        qdisc = self._qdisc(active)
+        if qdisc:
+            self.journal.add(["tc", "qdisc", "del", "dev", self.iface, "root"])
+            try:
+                self.ex.run(["tc", "qdisc", "replace", "dev", self.iface, "root", *qdisc],
+                            timeout=self.timeout)
+            except ExecutorError as exc:
+                if qdisc[0] == "netem":
+                    raise KnobError(f"{self.node}: netem is not available in this kernel, so "
+                                    f"delay/reorder cannot be set ({_last_line(exc)})") from None
+                raise KnobError(f"{self.node}: tc: {_last_line(exc)}") from None
+            state.applied["qdisc"] = " ".join(qdisc)
+        if "loss" in active:
+            rule = ["INPUT", "-i", self.iface, "-p", "udp", "-m", "statistic", "--mode",
+                    "random", "--probability", f"{active['loss']:.6f}", "-j", "DROP"]
+            self.journal.add(["iptables", "-D", *rule])
+            self._run(["iptables", "-I", *rule])
+            state.applied["loss"] = active["loss"]
+        return state
+
+    def _offload(self, want: dict[str, bool], state: KnobState) -> None:
+        feats = parse_ethtool_features(self._run(["ethtool", "-k", self.iface]))
+        change, undo = [], []
+        for short, value in want.items():
+            long = OFFLOAD_FEATURES[short]
+            if long not in feats:
+                state.notes.append(f"offload {short}: not offered by {self.iface}")
+                continue
+            on, fixed = feats[long]
+            if fixed:
+                if on != value:
+                    state.notes.append(f"offload {short}: fixed {'on' if on else 'off'}")
+                continue
+            if on != value:
+                change += [short, "on" if value else "off"]
+                undo += [short, "on" if on else "off"]
+        if change:
+            self.journal.add(["ethtool", "-K", self.iface, *undo])
+            self._run(["ethtool", "-K", self.iface, *change])
+        state.applied["offload"] = {k: v for k, v in zip(change[::2],
+                                                         (c == "on" for c in change[1::2]))}
+
+    @staticmethod
+    def _qdisc(active: dict[str, Any]) -> list[str]:
+        if "delay" in active or "reorder" in active:
+            args = ["netem", "delay", active.get("delay", "0ms")]
+            if "reorder" in active:
+                args += ["reorder", f"{active['reorder'] * 100:g}%"]
+            if "rate" in active:
+                args += ["rate", active["rate"]]
+            return args
+        if "rate" in active:
+            # burst: at least 10 ms worth of the rate, and a 64 KiB GSO batch
+            return ["tbf", "rate", active["rate"], "burst", "1mb", "latency", "50ms"]
+        return []
+
+    def restore(self, state: KnobState | None, names: list[str]) -> list[str]:
+        """Replay the journals; record the state afterwards; return lines that failed."""
+        failed = self.journal.replay()
+        if self.sysctl is not self.journal:
+            failed += self.sysctl.replay()
+        if state is not None and names:
+            try:
+                state.after = self.read(names)
+            except KnobError as exc:
+                state.notes.append(f"state after restore unreadable: {exc}")
+        return failed
+
+    def check_netem(self) -> None:
+        """Fail clearly when the node's kernel has no netem (delay/reorder need it)."""
+        try:
+            # on lo of a private, throw-away network namespace: nothing real is touched
+            self.ex.run(["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+                         "delay", "1ms"], timeout=self.timeout)
+        except ExecutorError as exc:
+            raise KnobError(f"{self.node}: delay/reorder need netem, which this kernel does "
+                            f"not have ({_last_line(exc)}); use rate (tbf) and loss "
+                            "(iptables) only") from None
+
+    # -- pinning -------------------------------------------------------------------------------
+    def cpus(self, pin: str) -> str:
+        """The CPU list for a ``pin`` value (presets use the NIC's NUMA node)."""
+        if pin not in ("nic-local", "nic-remote"):
+            return pin
+        out = self._run(["sh", "-c", 'cat "/sys/class/net/$0/device/numa_node" 2>/dev/null || '
+                         'echo -1; for n in /sys/devices/system/node/node[0-9]*; do '
+                         'echo "${n##*node} $(cat "$n/cpulist")"; done', self.iface])
+        lines = out.strip().splitlines()
+        nic_node = int(lines[0])
+        nodes = {int(a): parse_cpulist(b) for a, b in (ln.split() for ln in lines[1:])}
+        if nic_node < 0 or nic_node not in nodes:
+            if pin == "nic-remote":
+                raise KnobError(f"{self.node}: {self.iface} has no NUMA node, so 'nic-remote' "
+                                "has no meaning here")
+            return format_cpulist([c for cpus in nodes.values() for c in cpus])
+        if pin == "nic-local":
+            return format_cpulist(nodes[nic_node])
+        remote = [c for n, cpus in nodes.items() if n != nic_node for c in cpus]
+        if not remote:
+            raise KnobError(f"{self.node}: only one NUMA node, 'nic-remote' is impossible")
+        return format_cpulist(remote)
+
+
+def _last_line(exc: ExecutorError) -> str:
+    text = str(exc).strip().splitlines()
+    return text[-1] if text else "failed"
