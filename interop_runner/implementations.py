@@ -120,8 +120,9 @@ def support_table(registry: dict[str, ImplementationMeta]) -> str:
     docs/implementations.md embeds it; a test keeps the two identical.
     """
     head = ("| implementation | version | protocols | congestion control | cipher suites | "
-            "socket buffers | GSO on/off | GRO on/off | qlog | key log | own parameters |")
-    lines = [head, "|" + "---|" * 11]
+            "socket buffers | GSO on/off | GRO on/off | AES-NI off | qlog | key log | "
+            "own parameters |")
+    lines = [head, "|" + "---|" * 12]
 
     def yes(flag: bool) -> str:
         return "yes" if flag else "no"
@@ -135,5 +136,6 @@ def support_table(registry: dict[str, ImplementationMeta]) -> str:
         own = ", ".join(f"`{k}`" for k in meta.parameters) or "-"
         lines.append(f"| `{name}` | {meta.version} | {', '.join(meta.alpns)} | {cc} | {ciphers} | "
                      f"{yes(sup.socket_buffers)} | {yes(sup.gso)} | {yes(sup.gro)} | "
+                     f"{yes(sup.aes_hw_off)} | "
                      f"{yes(sup.qlog)} | {yes(sup.keylog)} | {own} |")
     return "\n".join(lines)

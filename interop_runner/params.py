@@ -36,6 +36,7 @@ class StandardParams(BaseModel):
     socket_sndbuf: int | None = None
     gso: bool = True  # use UDP GSO where the library offers it
     gro: bool = True
+    aes_hw: bool = True  # false: hide AES-NI/PCLMULQDQ from the crypto library (paper Fig. 5)
 
     @field_validator("socket_rcvbuf", "socket_sndbuf", mode="before")
     @classmethod
@@ -60,6 +61,16 @@ class Supports(BaseModel):
     gro: bool = False
     qlog: bool = False
     keylog: bool = False
+    aes_hw_off: bool = False  # its crypto library honours the AES-NI switches of AES_HW_OFF_ENV
+
+
+# Environment that hides AES-NI (and carry-less multiply, which AES-GCM uses) from the crypto
+# libraries: OpenSSL/BoringSSL/AWS-LC/quictls read OPENSSL_ia32cap (~ clears bits: AES-NI is
+# bit 57, PCLMULQDQ bit 33 of the first word), Go reads GODEBUG cpu.*, GnuTLS reads
+# GNUTLS_CPUID_OVERRIDE (0x1: no run-time detected optimisations). ring has no such switch.
+AES_HW_OFF_ENV = {"OPENSSL_ia32cap": "~0x200000200000000",
+                  "GODEBUG": "cpu.aes=off,cpu.pclmulqdq=off",
+                  "GNUTLS_CPUID_OVERRIDE": "0x1"}
 
 
 @dataclass
@@ -81,7 +92,10 @@ def resolve(params: StandardParams, supports: Supports, implementation: str, *,
         "SOCKET_SNDBUF": "" if params.socket_sndbuf is None else str(params.socket_sndbuf),
         "GSO": "1" if params.gso else "0",
         "GRO": "1" if params.gro else "0",
+        "AES_HW": "1" if params.aes_hw else "0",
     }
+    if not params.aes_hw:
+        env.update(AES_HW_OFF_ENV)
     out = Resolved(env=env, effective={})
     eff = out.effective
 
@@ -126,6 +140,11 @@ def resolve(params: StandardParams, supports: Supports, implementation: str, *,
             eff[name] = LIBRARY_DEFAULT
             if not on:  # asking to switch it off is a request; "use it if offered" is not
                 miss(name, False, LIBRARY_DEFAULT, f"cannot switch {name.upper()} off")
+
+    eff["aes_hw"] = params.aes_hw if supports.aes_hw_off else True
+    if not params.aes_hw and not supports.aes_hw_off:
+        miss("aes_hw", False, True, "cannot run without hardware AES (its crypto library has "
+             "no switch for it)")
 
     for name, asked in (("keylog", keylog), ("qlog", qlog)):
         eff[name] = asked and getattr(supports, name)

@@ -10,7 +10,8 @@ from interop_runner.params import (LIBRARY_DEFAULT, StandardParams, Supports, ch
 FULL = Supports(congestion_control=["cubic", "reno", "bbr"],
                 cipher=["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                         "TLS_CHACHA20_POLY1305_SHA256"],
-                socket_buffers=True, gso=True, gro=True, qlog=True, keylog=True)
+                socket_buffers=True, gso=True, gro=True, qlog=True, keylog=True,
+                aes_hw_off=True)
 
 
 def test_defaults_are_the_papers():
@@ -33,16 +34,19 @@ def test_sizes_and_bad_values():
 
 def test_everything_supported_is_honoured():
     p = StandardParams(congestion_control="bbr", cipher="TLS_CHACHA20_POLY1305_SHA256",
-                       socket_rcvbuf=2**22, socket_sndbuf=2**21, gso=False, gro=False)
+                       socket_rcvbuf=2**22, socket_sndbuf=2**21, gso=False, gro=False,
+                       aes_hw=False)
     res = resolve(p, FULL, "x", keylog=True, qlog=True)
     assert res.unhonoured == []
     assert res.env == {"CONGESTION_CONTROL": "bbr", "CIPHER": "TLS_CHACHA20_POLY1305_SHA256",
                        "SOCKET_RCVBUF": str(2**22), "SOCKET_SNDBUF": str(2**21), "GSO": "0",
-                       "GRO": "0"}
+                       "GRO": "0", "AES_HW": "0", "OPENSSL_ia32cap": "~0x200000200000000",
+                       "GODEBUG": "cpu.aes=off,cpu.pclmulqdq=off",
+                       "GNUTLS_CPUID_OVERRIDE": "0x1"}
     assert res.effective == {"congestion_control": "bbr",
                              "cipher": "TLS_CHACHA20_POLY1305_SHA256",
                              "socket_rcvbuf": 2**22, "socket_sndbuf": 2**21, "gso": False,
-                             "gro": False, "keylog": True, "qlog": True}
+                             "gro": False, "aes_hw": False, "keylog": True, "qlog": True}
 
 
 def test_unsupported_requests_are_recorded_with_what_is_used():
@@ -97,3 +101,10 @@ def test_check_negotiated_flags_mismatches_only():
 def test_normalise_cc():
     assert [normalise_cc(n) for n in ("NewReno", "bbr2", "CUBIC", "Bbr", "vegas")] == \
         ["reno", "bbr", "cubic", "bbr", "vegas"]
+
+
+def test_aes_hw_off_is_unhonoured_without_a_switch():
+    res = resolve(StandardParams(aes_hw=False), Supports(congestion_control=["cubic"]), "ringy",
+                  keylog=False, qlog=False)
+    assert [u["param"] for u in res.unhonoured] == ["aes_hw"]
+    assert res.effective["aes_hw"] is True and res.env["OPENSSL_ia32cap"].startswith("~")
