@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from .config import ConfigError, load_campaign
 from .executor import ExecutorError
 from .implementations import RegistryError, load_registry
+from .knobs import KnobError
 from .nodes import PreflightError
 from .store import StoreError
 from .units import format_iec
@@ -103,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    except (UserError, ExecutorError, PreflightError, StoreError, RegistryError,
+    except (UserError, ExecutorError, PreflightError, StoreError, RegistryError, KnobError,
             FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
