@@ -359,7 +359,8 @@ def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:
     """The knob handler of a node; on the local testbed sysctls go to the management host."""
     journal = Journal(node.executor, f"{node.cfg.workdir}/restore.sh")
     sysctl = Journal(LocalExecutor("management"), HOST_JOURNAL) if testbed.local else None
-    return NodeKnobs(node.name, node.executor, node.cfg.interface, journal, sysctl)
+    return NodeKnobs(node.name, node.executor, node.cfg.interface, journal, sysctl,
+                     shared_sysctls=testbed.local and node.cfg.role == "client")
 
 
 def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, list[str]]:

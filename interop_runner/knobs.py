@@ -193,10 +193,13 @@ class NodeKnobs:
     """
 
     def __init__(self, node: str, executor: Executor, iface: str, journal: Journal,
-                 sysctl: Journal | None = None, timeout: float = 60.0) -> None:
+                 sysctl: Journal | None = None, timeout: float = 60.0,
+                 shared_sysctls: bool = False) -> None:
         self.node, self.ex, self.iface, self.journal = node, executor, iface, journal
         self.sysctl = sysctl or journal
         self.timeout = timeout
+        # the other node of a local testbed sets the (shared, host-wide) net.core sysctls
+        self.skip = {"rmem", "wmem"} if shared_sysctls else set()
 
     def _run(self, argv: list[str], ex: Executor | None = None) -> str:
         try:
@@ -229,9 +232,11 @@ class NodeKnobs:
     # -- applying ------------------------------------------------------------------------------
     def apply(self, knobs: Knobs) -> KnobState:
         """Apply every set knob (journaling its undo first); return the before/applied state."""
-        active = knobs.active()
-        active.pop("pin", None)
+        active = {k: v for k, v in knobs.active().items() if k not in self.skip | {"pin"}}
         state = KnobState(before=self.read(list(active)))
+        for name in sorted(self.skip & set(knobs.active())):
+            state.notes.append(f"{name}: host-wide on this testbed, set and recorded by the "
+                               "server node")
         for name in ("rmem", "wmem"):
             if name in active:
                 value = active[name]
@@ -309,6 +314,7 @@ class NodeKnobs:
         failed = self.journal.replay()
         if self.sysctl is not self.journal:
             failed += self.sysctl.replay()
+        names = [n for n in names if n not in self.skip]
         if state is not None and names:
             try:
                 state.after = self.read(names)

@@ -8,7 +8,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
           coreutils openssl python3 python3-venv git shellcheck ca-certificates
-          sysstat linux-perf tcpdump ifstat hwloc-nox zstd iptables)
+          sysstat linux-perf tcpdump ifstat hwloc-nox zstd iptables iputils-ping)
 GO_MIN_MINOR=26
 
 log() { printf '[install] %s\n' "$*" >&2; }

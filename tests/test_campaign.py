@@ -56,6 +56,12 @@ def assert_nodes_clean(testbed) -> None:
         assert not runs.exists() or list(runs.iterdir()) == []
 
 
+def default_sigint() -> None:
+    """In the child: Ctrl-C handling as in a terminal, even when the test suite itself runs
+    as a background job (which starts with SIGINT ignored, and Python keeps it so)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT)
@@ -188,7 +194,8 @@ pairs: [{server: quic-go, client: quic-go}]
 """)
     proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "run", str(cfg),
                              "--results-dir", str(tmp_path / "results"), "--no-progress"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # wait until the client transfers

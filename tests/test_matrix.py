@@ -51,7 +51,12 @@ def test_heatmap_has_one_label_per_cell(tmp_path):
 
 
 def test_cli_matrix_on_stored_results(tmp_path, capsys):
-    sample = __import__("pathlib").Path(__file__).parent / "data" / "results-sample"
+    import shutil
+
+    # a copy: loading writes a cache next to the results, never into the source tree
+    sample = tmp_path / "sample"
+    shutil.copytree(__import__("pathlib").Path(__file__).parent / "data" / "results-sample",
+                    sample, ignore=shutil.ignore_patterns(".cache"))
     out = tmp_path / "heat.png"
     assert main(["matrix", str(sample), "-o", str(out)]) == 0
     text = capsys.readouterr().out

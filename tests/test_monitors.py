@@ -136,7 +136,8 @@ def test_missing_tool_is_recorded_not_fatal(monkeypatch):
 def test_unparseable_output_is_missing_with_reason(tmp_path):
     data = Path(__file__).parent / "data" / "results-sample"
     camp = tmp_path / "camp"
-    shutil.copytree(data, camp)
+    # without a cache another test may have left: the files are changed after the copy
+    shutil.copytree(data, camp, ignore=shutil.ignore_patterns(".cache"))
     attempt = next(camp.rglob("attempt-1"))
     (attempt / "client" / "nstat-after.txt").write_text("garbage that is not nstat\n")
     (attempt / "server" / "mpstat.txt").unlink()
@@ -151,7 +152,8 @@ def test_unparseable_output_is_missing_with_reason(tmp_path):
 
 def test_cache_is_used_and_invalidated(tmp_path):
     camp = tmp_path / "camp"
-    shutil.copytree(Path(__file__).parent / "data" / "results-sample", camp)
+    shutil.copytree(Path(__file__).parent / "data" / "results-sample", camp,
+                    ignore=shutil.ignore_patterns(".cache"))
     first = load_results(camp)
     cache = camp / ".cache" / "attempts.parquet"
     assert cache.exists()
@@ -166,7 +168,8 @@ def test_cache_is_used_and_invalidated(tmp_path):
     assert cache.stat().st_mtime_ns != stamp
     # a read-only tree still loads (no cache written)
     ro = tmp_path / "ro"
-    shutil.copytree(Path(__file__).parent / "data" / "results-sample", ro)
+    shutil.copytree(Path(__file__).parent / "data" / "results-sample", ro,
+                    ignore=shutil.ignore_patterns(".cache"))
     subprocess.run(["chattr", "-R", "+i", str(ro)], check=False, capture_output=True)
     try:
         assert len(load_results(ro)) == 1
@@ -230,7 +233,7 @@ def test_bnxt_counters_wide_and_per_queue(tmp_path):
 
     data = Path(__file__).parent / "data"
     camp = tmp_path / "camp"
-    shutil.copytree(data / "results-sample", camp)
+    shutil.copytree(data / "results-sample", camp, ignore=shutil.ignore_patterns(".cache"))
     attempt = next(camp.rglob("attempt-1"))
     start = (data / "parsers" / "qir10g-lsquic-server-ethtool-start.txt").read_text()
     stop = (data / "parsers" / "qir10g-lsquic-server-ethtool-stop.txt").read_text()
