@@ -103,3 +103,31 @@ def test_dry_run_counts(campaign_file):
                                 "order shuffled, seed 5), 36 to run")
     again = run_cli("run", str(path), "--dry-run")
     assert again.stdout == proc.stdout
+
+
+def test_results_have_axis_columns_and_summaries_per_variant(tmp_path):
+    import json
+    import shutil
+    from pathlib import Path
+
+    from interop_runner.analysis import load_results, summarize
+
+    camp = tmp_path / "camp"
+    shutil.copytree(Path(__file__).parent / "data" / "results-sample", camp,
+                    ignore=shutil.ignore_patterns(".cache"))
+    (run,) = list(camp.rglob("run.json"))
+    data = json.loads(run.read_text())
+    for rmem, goodput in (("1x", 100.0), ("2x", 300.0)):
+        target = run.parent.parent.parent / f"rmem={rmem}" / "1" / "attempt-1"
+        target.mkdir(parents=True)
+        for side in ("server", "client"):
+            shutil.copytree(run.parent / side, target / side)
+        (target / "run.json").write_text(json.dumps(
+            {**data, "variant": f"rmem={rmem}", "axes": {"rmem": rmem, "gso": True},
+             "goodput_mbps": goodput}))
+    shutil.rmtree(run.parent)
+    df = load_results(camp)
+    assert sorted(df["axis_rmem"]) == ["1x", "2x"] and df["axis_gso"].all()
+    table = summarize(df)
+    assert list(table["variant"]) == ["rmem=1x", "rmem=2x"]
+    assert list(table["median_mbps"]) == [100.0, 300.0]

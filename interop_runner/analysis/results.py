@@ -61,7 +61,8 @@ COLUMNS: dict[str, Any] = {
     "client_negotiated_cipher": "string",
     "server_negotiated_cc": "string",
     "wire_cipher": "string",
-    "variant": "string",  # sweep variant id; its axis values are the columns axis_<name>
+    "variant": "string",  # sweep variant id
+    "axes": "string",  # its axis values as JSON; load_results adds them as columns axis_<name>
     "client_negotiated_cc": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
@@ -90,8 +91,7 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
         row[key] = (data.get("params") or {}).get(key)
     row["wire_cipher"] = (data.get("handshake") or {}).get("selected")
     row["variant"] = data.get("variant") or None
-    for name, value in (data.get("axes") or {}).items():
-        row[f"axis_{name}"] = value
+    row["axes"] = json.dumps(data["axes"], sort_keys=True) if data.get("axes") else None
     for role, side in (("server", server), ("client", client)):
         row[f"{role}_cc"] = (side.get("effective") or {}).get("congestion_control")
         row[f"{role}_unhonoured"] = ", ".join(
@@ -253,19 +253,33 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
     if not frames:
         return _parse([], {})
     if len(frames) == 1:
-        return frames[0]  # already sorted by _frame (or as cached)
-    return pd.concat(frames, ignore_index=True).sort_values(
-        ["campaign", "server", "client", "repetition", "attempt"], ignore_index=True)
+        return _with_axes(frames[0])  # already sorted by _frame (or as cached)
+    return _with_axes(pd.concat(frames, ignore_index=True).sort_values(
+        ["campaign", "server", "client", "repetition", "attempt"], ignore_index=True))
+
+
+def _with_axes(frame: pd.DataFrame) -> pd.DataFrame:
+    """One column ``axis_<name>`` per sweep axis (values as the config gave them)."""
+    if "axes" not in frame.columns or not frame["axes"].notna().any():
+        return frame
+    values = [json.loads(a) if isinstance(a, str) else {} for a in frame["axes"]]
+    axes = pd.DataFrame(values, index=frame.index).add_prefix("axis_")
+    return pd.concat([frame, axes.convert_dtypes()], axis=1)
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per pair: attempts, counts per status, median/min/max goodput of ok attempts (Mbit/s)."""
+    """Per pair (and sweep variant): attempts, counts per status, median/min/max goodput of
+    the ok attempts (Mbit/s)."""
     out = []
-    for (server, client), group in frame.groupby(["server", "client"], sort=True):
+    swept = "variant" in frame.columns and frame["variant"].notna().any()
+    keys = ["server", "client"] + (["variant"] if swept else [])
+    for key, group in frame.groupby(keys, sort=True, dropna=False):
         ok = group.loc[group["status"] == "ok", "goodput_mbps"].dropna()
         counts = group["status"].value_counts()
         out.append({
-            "server": server, "client": client, "attempts": len(group),
+            "server": key[0], "client": key[1],
+            **({"variant": key[2] if isinstance(key[2], str) else ""} if swept else {}),
+            "attempts": len(group),
             **{status: int(counts.get(status, 0)) for status in ("ok", "failed", "timeout",
                                                                   "unsupported")},
             "bottleneck": _most_common(group.get("bottleneck")),
@@ -273,9 +287,9 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
             "min_mbps": ok.min() if len(ok) else pd.NA,
             "max_mbps": ok.max() if len(ok) else pd.NA,
         })
-    table = pd.DataFrame(out, columns=["server", "client", "attempts", "ok", "failed", "timeout",
-                                       "unsupported", "median_mbps", "min_mbps", "max_mbps",
-                                       "bottleneck"])
+    table = pd.DataFrame(out, columns=["server", "client", *(["variant"] if swept else []),
+                                       "attempts", "ok", "failed", "timeout", "unsupported",
+                                       "median_mbps", "min_mbps", "max_mbps", "bottleneck"])
     for col in ("median_mbps", "min_mbps", "max_mbps"):
         table[col] = table[col].astype("Float64")
     return table
