@@ -19,7 +19,7 @@ from .monitors.specs import MONITOR_SPECS
 from .knobs import Knobs
 from .params import StandardParams
 from .sweep import Sweep, Variant, apply, variants
-from .units import parse_size
+from .units import positive_size
 
 DEFAULT_FILE_SIZE = 8 * 2**30
 MONITORS = tuple(MONITOR_SPECS)
@@ -178,10 +178,7 @@ class CampaignConfig(_Strict):
     @field_validator("file_size", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int:
-        size = parse_size(value)
-        if size <= 0:
-            raise ValueError("must be larger than 0")
-        return size
+        return positive_size(value)
 
     @field_validator("monitors")
     @classmethod

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .executor import Executor, ExecutorError
-from .units import parse_size
+from .units import positive_size
 
 DEFAULT_SOCKET_BUFFER = 212992  # Linux's net.core.rmem_default/wmem_default (208 KiB)
 OFFLOAD_FEATURES = {  # ethtool -K name -> ethtool -k name
@@ -71,10 +71,7 @@ class Knobs(BaseModel):
             if factor <= 0:
                 raise ValueError("the multiple must be larger than 0")
             return int(factor * DEFAULT_SOCKET_BUFFER)
-        size = parse_size(value)
-        if size <= 0:
-            raise ValueError("must be larger than 0")
-        return size
+        return positive_size(value)
 
     @field_validator("rate")
     @classmethod

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from .units import parse_size
+from .units import positive_size
 
 CongestionControl = Literal["cubic", "reno", "bbr"]
 Cipher = Literal["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
@@ -43,10 +43,7 @@ class StandardParams(BaseModel):
     def _size(cls, value: Any) -> int | None:
         if value is None:
             return None
-        size = parse_size(value)
-        if size <= 0:
-            raise ValueError("must be larger than 0")
-        return size
+        return positive_size(value)
 
 
 class Supports(BaseModel):

@@ -52,3 +52,11 @@ def goodput_mbps(n_bytes: int, seconds: float) -> float:
     if seconds <= 0:
         raise ValueError("duration must be positive")
     return 8.0 * n_bytes / seconds / 1e6
+
+
+def positive_size(value: int | str) -> int:
+    """:func:`parse_size` for settings that must be larger than 0 (raises ValueError)."""
+    size = parse_size(value)
+    if size <= 0:
+        raise ValueError("must be larger than 0")
+    return size
