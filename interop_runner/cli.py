@@ -254,7 +254,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return it
         from tqdm import tqdm
 
-        return iter(tqdm(it, total=total, unit="run", desc=cfg.name, file=sys.stderr))
+        # over the whole campaign: runs stored before a resume count as done
+        return iter(tqdm(it, total=total + campaign.skipped, initial=campaign.skipped,
+                         unit="run", desc=cfg.name, file=sys.stderr))
 
     try:
         result = campaign.execute(progress=progress)
