@@ -266,8 +266,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     frame = load_results(result.directory)
     table = summarize(frame)
     print(table.to_string(index=False, na_rep="n/a", float_format=lambda v: f"{v:.1f}"))
-    if frame["server"].nunique() > 1 or frame["client"].nunique() > 1:
-        _print_matrix(frame)
+    swept = "variant" in frame.columns and frame["variant"].notna().any()
+    if not swept and (frame["server"].nunique() > 1 or frame["client"].nunique() > 1):
+        _print_matrix(frame)  # (with a sweep the table above is already per variant)
     print(f"\nresults: {result.directory}  ({len(frame)} attempt(s), "
           f"{result.wall_s:.1f} s wall time; goodput in Mbit/s)")
     return 0 if (frame["status"] == "ok").any() else 4
