@@ -1,0 +1,32 @@
+"""One function per figure of the paper's evaluation (section 4), each returning the DataFrame
+it plots and a matplotlib ``Figure`` (no pyplot state; safe under the Agg backend).
+
+Input is the frame of :func:`~interop_runner.analysis.load_results` (one row per attempt), or
+campaign paths for the views on long frames. A view whose data is missing returns an empty
+frame and a figure saying "no data for ...", never an exception.
+
+=====================  ===========================================================  ========
+view                   what it plots                                                paper
+=====================  ===========================================================  ========
+``buffer_sweep``       goodput, client packets sent, receive-buffer drops vs          Fig. 3-4
+                       buffer multiple, with the knee and its bootstrap interval
+``crypto``             goodput per cipher / AES acceleration, QUIC and TCP/TLS       Fig. 5
+``interop_heatmap``    server x client median goodput, failures in the cells          Fig. 6
+``perf_categories``    perf category shares per implementation and role              Fig. 7
+``hardware``           goodput per testbed, and normalised to CPU max frequency      Fig. 8
+``offloads``           goodput per offload preset with client/server CPU             Fig. 9
+``pinning``            client core x server core: mean goodput, deviation from mean  Fig. 11
+``bottlenecks``        bottleneck labels per cell                                     -
+``goodput_over_time``  client receive rate per second (ifstat)                        -
+=====================  ===========================================================  ========
+"""
+
+from .buffers import buffer_sweep
+from .hardware import hardware, host_facts
+from .overview import bottlenecks, interop_heatmap
+from .pinning import pinning
+from .settings import crypto, offloads
+from .timeseries import goodput_over_time, perf_categories
+
+__all__ = ["bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
+           "host_facts", "interop_heatmap", "offloads", "perf_categories", "pinning"]

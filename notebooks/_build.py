@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Generate the analysis notebooks (one per view of the paper's section 4) with nbformat.
+
+Run ``.venv/bin/python notebooks/_build.py`` after changing a notebook's text here; the
+notebooks are written without outputs. Every notebook has the same structure:
+
+1. a markdown introduction: what the view shows and what to look for (Kempf et al., sec. 4);
+2. the parameter cell ``RESULTS = [...]`` (tagged ``parameters``);
+3. setup: ``QIR_RESULTS`` (``:``-separated paths) overrides ``RESULTS``, then ``load_results``;
+4. the summary statistics per cell (``cell_stats``);
+5. per view: the figure, the frame it plots, and a check that the figure has data (or a
+   one-line "no data for this view" when the results hold none for it).
+"""
+
+# mypy: disable-error-code="no-untyped-call, no-any-return"
+# (nbformat has no type annotations; everything else here is checked strictly)
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_RESULTS = '["../results"]'
+
+
+@dataclasses.dataclass(frozen=True)
+class ViewCell:
+    """One view in a notebook: its call and the prose shown before it."""
+
+    call: str  # e.g. "views.buffer_sweep(frame)"
+    name: str  # variable suffix: data_<name>, fig_<name>
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Book:
+    """One notebook."""
+
+    file: str
+    title: str
+    intro: str
+    views: tuple[ViewCell, ...]
+    results: str = DEFAULT_RESULTS
+
+
+SETUP = '''\
+import os
+import sys
+from pathlib import Path
+
+if os.environ.get("QIR_RESULTS"):  # e.g. QIR_RESULTS=results/a:results/b (tests use this)
+    RESULTS = [p for p in os.environ["QIR_RESULTS"].split(":") if p]
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "interop_runner").is_dir()),
+            Path.cwd().parent)
+sys.path.insert(0, str(ROOT))  # the repository, also when the kernel was started elsewhere
+
+%matplotlib inline
+import pandas as pd
+from IPython.display import display
+
+from interop_runner.analysis import load_results, views
+from interop_runner.analysis.stats import cell_stats
+
+pd.set_option("display.max_columns", 60)
+pd.set_option("display.width", 200)
+frame = load_results(*RESULTS)
+campaigns = sorted(frame["campaign"].dropna().unique())
+print(f"{len(frame)} attempt(s) from {len(campaigns)} campaign(s): {', '.join(campaigns)}")'''
+
+SUMMARY_MD = """\
+## Summary per cell
+
+`cell_stats`: per pair (and sweep variant) the attempts, `n` successful ones, `failures`
+(failed, timeout, unsupported: counted, never averaged in as zeros), median with quartiles,
+mean and standard deviation, the bootstrap 95 % interval of the median and the number of
+Tukey outliers (flagged, not dropped)."""
+
+SUMMARY = '''\
+by = ["server", "client"] + (["variant"] if frame["variant"].notna().any() else [])
+cell_stats(frame, by)'''
+
+
+def view_cells(view: ViewCell) -> list[nbformat.NotebookNode]:
+    """Markdown, figure, frame and check cells of one view."""
+    data, fig = f"data_{view.name}", f"fig_{view.name}"
+    return [
+        new_markdown_cell(view.text),
+        new_code_cell(f"{data}, {fig} = {view.call}\n{fig}"),
+        new_code_cell(f"{data}"),
+        new_code_cell(
+            f"if {data}.empty:\n"
+            f"    print(f\"no data for this view in {{RESULTS}}\")\n"
+            f"else:  # the figure must show something\n"
+            f"    assert any(ax.has_data() for ax in {fig}.axes), \"the figure is empty\"\n"
+            f"    print(f\"{view.name}: {{len({fig}.axes)}} axes, {{len({data})}} row(s)\")"),
+    ]
+
+
+def notebook(book: Book) -> nbformat.NotebookNode:
+    """The notebook of one Book."""
+    params = new_code_cell(
+        "# Parameters: campaign directories or results directories holding campaigns\n"
+        "# (relative to notebooks/). The environment variable QIR_RESULTS overrides them.\n"
+        f"RESULTS = {book.results}")
+    params.metadata["tags"] = ["parameters"]
+    cells = [new_markdown_cell(f"# {book.title}\n\n{book.intro}"), params,
+             new_code_cell(SETUP), new_markdown_cell(SUMMARY_MD), new_code_cell(SUMMARY)]
+    for view in book.views:
+        cells += view_cells(view)
+    stem = book.file.removesuffix(".ipynb")
+    for i, cell in enumerate(cells):  # stable ids: a rebuild changes nothing it need not
+        cell["id"] = f"{stem}-{i:02d}"
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+LOCAL_NOTE = ("On the local testbed both nodes share one CPU and the link is a veth pair, so "
+              "absolute numbers are not those of the paper's 10 Gbit/s hosts; the shapes and "
+              "the counters are what to compare.")
+
+BOOKS = (
+    Book("buffers.ipynb", "Socket buffers (paper Fig. 3 and 4)",
+         "Goodput, packets sent by the client (almost all of them ACKs) and UDP receive-buffer "
+         "drops against the receive buffer size, in multiples of Linux's 208 KiB default "
+         "(`configs/buffers.yml` sweeps `knobs.rmem`).\n\n"
+         "**What to look for** (paper section 4.1):\n\n"
+         "- **The knee**: goodput rises with the buffer and levels off; in the paper after a "
+         "16-fold increase. The view marks the smallest buffer reaching 95 % of the best "
+         "median, with its bootstrap interval; a wide interval means the repetitions do not "
+         "pin it down.\n"
+         "- **Drops**: with the default buffer the client's socket drops datagrams "
+         "(`UdpRcvbufErrors`; 0.1-0.2 % in the paper) because the library reads slower than "
+         "packets arrive; larger buffers cut them by an order of magnitude. Ring-buffer "
+         "drops (ethtool) should stay at zero.\n"
+         "- **ACK counts**: fewer drops mean fewer retransmissions and, for some stacks "
+         "(LSQUIC: 180k to 46k), far fewer ACKs; others (quiche) do not change. Fewer ACKs "
+         "move CPU load from the client to the server.\n"
+         "- Buffers *below* the default hurt most (quiche lost 40 %).\n\n" + LOCAL_NOTE,
+         (ViewCell("views.buffer_sweep(frame)", "buffers",
+                   "## Goodput, client packets and drops per buffer size"),)),
+    Book("crypto.ipynb", "Ciphers and AES hardware (paper Fig. 5)",
+         "Goodput with AES-128-GCM using AES-NI, AES-128-GCM without hardware AES "
+         "(`params.aes_hw: false`) and ChaCha20-Poly1305 (`configs/crypto.yml`), for QUIC "
+         "stacks and TCP/TLS.\n\n"
+         "**What to look for** (paper section 4.2):\n\n"
+         "- For QUIC, ChaCha20 reaches about the goodput of AES-NI; without AES-NI the "
+         "loss differs by stack (11 % for LSQUIC, 51 % for quiche): a client sending many "
+         "ACKs makes the server decrypt more.\n"
+         "- TCP/TLS reacts much more: AES-NI is about three times faster than ChaCha20 and "
+         "close to the link rate.\n"
+         "- Check what really ran: `wire_cipher` (from the handshake capture) and the "
+         "negotiated cipher columns; `*_unhonoured` lists requests a stack could not follow "
+         "(e.g. no AES-NI switch in ring), such cells are not a crypto comparison.\n\n"
+         + LOCAL_NOTE,
+         (ViewCell("views.crypto(frame)", "crypto", "## Goodput per cipher and AES mode"),)),
+    Book("interop.ipynb", "Interop matrix (paper Fig. 6)",
+         "Median goodput of every server x client pair (`configs/interop.yml`), failures "
+         "and unsupported pairs marked in their cells.\n\n"
+         "**What to look for** (paper section 4.3):\n\n"
+         "- Goodput varies widely between implementations (57 to 4819 Mbit/s in the paper); "
+         "the interpreted aioquic is far behind.\n"
+         "- Rows versus columns: a server can be fast with its own client and slow with "
+         "others. Heterogeneous pairs were rarely CPU-bound: flow control and ACK behaviour "
+         "of two libraries are not tuned to each other. Compare the client's packet counts "
+         "(ACKs) of fast and slow cells.\n"
+         "- Cells that failed or are unsupported (no common ALPN) are interoperability "
+         "results too; the reasons are in the `reason` column.\n\n" + LOCAL_NOTE,
+         (ViewCell("views.interop_heatmap(frame)", "interop",
+                   "## Server x client goodput"),)),
+    Book("perf.ipynb", "CPU profile categories (paper Fig. 7)",
+         "Share of perf samples per category (packet I/O, I/O, crypto, connection "
+         "management, uncategorized) per implementation and role; needs the `perf` monitor "
+         "(`configs/profile.yml`).\n\n"
+         "**What to look for** (paper section 4.4):\n\n"
+         "- **Packet I/O** (sendmsg/recvmsg and the kernel below) takes the largest share "
+         "for every library: moving packets between user space, kernel and NIC is the main "
+         "cost.\n"
+         "- Crypto is visible but not the main bottleneck.\n"
+         "- A large *uncategorized* share means missing symbols or call stacks (the paper "
+         "saw this for quiche); the flame graphs next to each attempt show where it goes.",
+         (ViewCell("views.perf_categories(RESULTS)", "perf",
+                   "## perf sample shares per category"),)),
+    Book("hardware.ipynb", "Hardware (paper Fig. 8)",
+         "The same pairs on several host pairs (`configs/hardware.yml`, one testbed per host "
+         "pair), as measured and normalised to the lowest maximum CPU frequency.\n\n"
+         "**What to look for** (paper section 4.6):\n\n"
+         "- Newer CPUs (instruction sets, clock, process) raise goodput for QUIC and TCP, "
+         "but not equally: QUIC in user space and TCP in the kernel profit differently "
+         "(Intel-2 vs AMD-2: QUIC +11-27 %, TCP -3 %).\n"
+         "- The frequency-normalised panel separates clock from microarchitecture.\n"
+         "- Check the host facts below the figure (CPU model, max MHz, NIC, kernel): a "
+         "difference there is the explanation to test.\n\n"
+         "Locally the two testbeds (`local`, `local-b`) share one CPU: the view shows the "
+         "mechanism, not a hardware comparison.",
+         (ViewCell("views.hardware(frame)", "hardware", "## Goodput per testbed"),)),
+    Book("offloads.ipynb", "Segmentation offloads (paper Fig. 9)",
+         "Goodput per ethtool offload preset (`off`, `udp-only`, `all-on`) and the stacks' "
+         "own UDP GSO (`params.gso`), with client and server CPU (`configs/offload.yml`).\n\n"
+         "**What to look for** (paper section 4.5):\n\n"
+         "- Only stacks that use GSO/GRO profit (MsQuic: +35-50 %); LSQUIC and quiche did "
+         "not change in the paper. TCP/TLS gains a lot from TSO/GRO.\n"
+         "- When goodput does not change, the CPU columns may: offloads cost client CPU "
+         "for stacks that do not use them.\n"
+         "- `*_unhonoured` and the ethtool notes in run.json say which requests a stack or "
+         "the NIC could not follow (veth has no LRO).\n\n" + LOCAL_NOTE,
+         (ViewCell("views.offloads(frame)", "offloads",
+                   "## Goodput per offload setting"),)),
+    Book("pinning.ipynb", "Core pinning and NUMA (paper Fig. 11)",
+         "Mean goodput per server core x client core (`configs/pinning.yml`, taskset via "
+         "`server_knobs.pin` / `client_knobs.pin`) and its deviation from the pair's mean "
+         "over all core combinations.\n\n"
+         "**What to look for** (paper section 4.7):\n\n"
+         "- **NUMA effects**: cores on the NIC's NUMA node are faster (the paper: server on "
+         "core 16, next to the 10G NIC; with the 100G NIC on another node, core 8). Use the "
+         "`nic-local` / `nic-remote` presets on multi-node hosts.\n"
+         "- **Row or column patterns**: if only the server's core matters the server is the "
+         "bottleneck (LSQUIC), if only the client's core matters the client is (quiche, "
+         "MsQuic); pinning the other side changes little.\n"
+         "- Pinning the wrong side can be worse than no pinning, but pinned runs vary "
+         "less: compare the spread of the cells.\n\n"
+         "The local testbed has one NUMA node, so only per-core effects (shared caches, "
+         "interrupts) can show.",
+         (ViewCell("views.pinning(frame)", "pinning", "## Goodput per core pair"),)),
+    Book("overview.ipynb", "Overview: bottlenecks and goodput over time",
+         "What limited each successful attempt, and how the receive rate evolved during "
+         "the transfers; useful for every campaign.\n\n"
+         "**What to look for**:\n\n"
+         "- **Bottleneck labels** (rules in `docs/diagnosis.md`): `link_rate`, "
+         "`receive_buffer_drops`, `server_cpu`, `client_cpu` or `undetermined`. The paper's "
+         "homogeneous LSQUIC and quiche pairs were server-CPU bound (>99 %); heterogeneous "
+         "pairs were not CPU bound at all (section 4.3). A cell whose label changes between "
+         "repetitions sits at a boundary.\n"
+         "- **Goodput over time** (needs the `ifstat` monitor): slow starts, stalls and "
+         "drift between repetitions; repetitions are interleaved over the variants so that "
+         "drift does not look like an effect of one setting.",
+         (ViewCell("views.bottlenecks(frame)", "bottlenecks", "## Bottleneck labels per cell"),
+          ViewCell("views.goodput_over_time(RESULTS)", "timeline",
+                   "## Receive rate over time"))),
+)
+
+
+def main(argv: list[str]) -> int:
+    """Write every notebook (or check they are up to date with ``--check``)."""
+    stale = []
+    for book in BOOKS:
+        path = HERE / book.file
+        text = nbformat.writes(notebook(book)) + "\n"
+        nbformat.validate(nbformat.reads(text, as_version=4))
+        if "--check" in argv:
+            if not path.exists() or path.read_text() != text:
+                stale.append(book.file)
+            continue
+        path.write_text(text)
+        print(path.relative_to(HERE.parent))
+    if stale:
+        print(f"out of date (run notebooks/_build.py): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

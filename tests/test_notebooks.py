@@ -1,0 +1,197 @@
+"""Execute every analysis notebook with nbclient against real result sets.
+
+A notebook fails the test when any cell raises, when a view expected to have data in the
+given results shows an empty figure (no ``image/png`` output, a blank image, or the
+notebook's own check "the figure is empty"), or when a view without data in them does not
+say so. Which views have data is decided from the result set, per notebook (``PLAN``).
+
+``test_notebook_on_sample`` runs on ``tests/data/results-sample`` (no testbed);
+``test_notebook_on_real_results`` on the ``analysis_results`` fixture (the local testbed, or
+``QIR_TEST_RESULTS``).
+"""
+
+# mypy: disable-error-code="no-untyped-call, no-any-return"
+# (nbformat has no type annotations; everything else here is checked strictly)
+from __future__ import annotations
+
+import base64
+import io
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from .analysis_fixture import analysis_results  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+SAMPLE = ROOT / "tests" / "data" / "results-sample"
+NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.name != "compare.ipynb")
+CHECK = re.compile(r"^(\w+): (\d+) axes, (\d+) row\(s\)$", re.MULTILINE)
+NO_DATA = "no data for this view in"
+
+Results = dict[str, Path]
+
+
+# ----------------------------------------------------------------------------- execution
+
+def ensure_kernelspec() -> None:
+    """Install the venv's ``python3`` kernelspec (``--sys-prefix``) when it is missing."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if "python3" not in KernelSpecManager().find_kernel_specs():
+        subprocess.run([sys.executable, "-m", "ipykernel", "install", "--sys-prefix"],
+                       check=True, capture_output=True)
+
+
+def execute(name: str, results: list[Path], monkeypatch: pytest.MonkeyPatch
+            ) -> nbformat.NotebookNode:
+    """Run a notebook (cwd notebooks/) with QIR_RESULTS set; fail on the first cell error."""
+    ensure_kernelspec()
+    monkeypatch.setenv("QIR_RESULTS", ":".join(str(p) for p in results))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=600,
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        pytest.fail(f"{name}: a cell failed:\n{str(exc)[-3000:]}")
+    return nb
+
+
+def texts(nb: nbformat.NotebookNode) -> str:
+    """All stream and text/plain output of a notebook."""
+    out = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                out.append(output.get("text", ""))
+            elif "data" in output:
+                out.append(output["data"].get("text/plain", ""))
+    return "\n".join(out)
+
+
+def images(nb: nbformat.NotebookNode) -> dict[str, bytes]:
+    """The PNG shown by each view's figure cell, keyed by the view's variable suffix."""
+    found = {}
+    for cell in nb.cells:
+        match = re.match(r"data_(\w+), fig_\w+ = ", cell.get("source", ""))
+        if cell.cell_type != "code" or not match:
+            continue
+        for output in cell.get("outputs", []):
+            png = output.get("data", {}).get("image/png")
+            if png:
+                found[match.group(1)] = base64.b64decode(png)
+    return found
+
+
+def colours(png: bytes) -> int:
+    """Distinct colours in a PNG (up to 1000): a blank image has one."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        counted = image.convert("RGB").getcolors(maxcolors=1000)
+    return 1000 if counted is None else len(counted)
+
+
+def check_views(name: str, nb: nbformat.NotebookNode, expect: dict[str, bool]) -> None:
+    """Every view with data shows a non-blank figure and passed the notebook's own check;
+    every view without data says so."""
+    output = texts(nb)
+    checked = {m.group(1): int(m.group(3)) for m in CHECK.finditer(output)}
+    shown = images(nb)
+    for view, has_data in expect.items():
+        if has_data:
+            assert view in checked, f"{name}: {view}: no data, expected some:\n{output[-2000:]}"
+            assert checked[view] > 0
+            assert view in shown, f"{name}: {view}: no image/png output"
+            assert colours(shown[view]) > 8, f"{name}: {view}: the figure is blank"
+        else:
+            assert view not in checked, f"{name}: {view}: has data, the test expected none"
+            assert NO_DATA in output, f"{name}: {view}: does not say that it has no data"
+
+
+# ----------------------------------------------------------------------------- plans
+
+def _has_rates(campaigns: list[Path]) -> bool:
+    """Whether the ifstat monitor left per-second samples (short transfers may have none)."""
+    from interop_runner.analysis import load_interface_rates
+
+    return not load_interface_rates(*campaigns).empty
+
+
+def _has_perf(campaigns: list[Path]) -> bool:
+    """Whether the perf monitor left categorised samples."""
+    from interop_runner.analysis import load_perf_categories
+
+    return not load_perf_categories(*campaigns).empty
+
+
+def plan(results: Results) -> dict[str, tuple[list[Path], dict[str, bool]]]:
+    """Per notebook: the campaigns to run it on and which of its views must have data."""
+    every = list(results.values())
+
+    def own(name: str) -> list[Path]:  # the notebook's own campaign when present, else all
+        return [results[name]] if name in results else every
+
+    return {
+        "buffers.ipynb": (own("buffers"), {"buffers": "buffers" in results}),
+        "interop.ipynb": (own("interop"), {"interop": True}),
+        "pinning.ipynb": (own("pinning"), {"pinning": "pinning" in results}),
+        "crypto.ipynb": (own("crypto"), {"crypto": "crypto" in results}),
+        "offloads.ipynb": (own("offload"), {"offloads": "offload" in results}),
+        # (goodput per testbed: one testbed is a plot too, without a comparison)
+        "hardware.ipynb": (own("hardware"), {"hardware": True}),
+        "perf.ipynb": (own("profile"), {"perf": _has_perf(own("profile"))}),
+        "overview.ipynb": (every, {"bottlenecks": True,
+                                   "timeline": _has_rates(every)}),
+    }
+
+
+# ----------------------------------------------------------------------------- tests
+
+def test_notebooks_are_built_by_the_generator() -> None:
+    proc = subprocess.run([sys.executable, str(NOTEBOOKS / "_build.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert set(NAMES) == {"buffers.ipynb", "crypto.ipynb", "interop.ipynb", "perf.ipynb",
+                          "hardware.ipynb", "offloads.ipynb", "pinning.ipynb",
+                          "overview.ipynb"}
+    for name in NAMES:
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        nbformat.validate(nb)
+        first = next(c for c in nb.cells if c.cell_type == "code")
+        assert "parameters" in first.metadata.get("tags", [])
+        assert re.search(r"^RESULTS = \[", first.source, re.MULTILINE)
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Results:
+    """A writable copy of the sample campaign (load_results writes its cache below it)."""
+    target = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
+    return {"sample": target}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_on_sample(name: str, sample: Results, monkeypatch: pytest.MonkeyPatch
+                            ) -> None:
+    campaigns, expect = plan(sample)[name]
+    nb = execute(name, campaigns, monkeypatch)
+    assert "1 attempt(s) from 1 campaign(s)" in texts(nb)
+    check_views(name, nb, expect)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_on_real_results(name: str, analysis_results: Results,  # noqa: F811
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    campaigns, expect = plan(analysis_results)[name]
+    nb = execute(name, campaigns, monkeypatch)
+    check_views(name, nb, expect)

@@ -1,0 +1,445 @@
+"""`run.py report`: the HTML page, checked in a real headless Chromium.
+
+How the browser check works: Chromium is started with ``--remote-debugging-pipe`` and driven
+over the DevTools protocol (JSON messages separated by NUL bytes on file descriptors 3 and 4;
+no port, no websocket, no extra package). Console messages and exceptions arrive as protocol
+events (``Runtime.consoleAPICalled``, ``Runtime.exceptionThrown``, ``Log.entryAdded``), every
+request the page makes as ``Network.requestWillBeSent``, and each figure's decoded size and
+layout box come from ``Runtime.evaluate`` after ``img.decode()`` resolved. A full-page
+screenshot (``Page.captureScreenshot``) is then cut at each figure's box and must not be one
+flat colour. Chromium's own stderr is not used: it carries unrelated noise (D-Bus) and no
+structured console output.
+
+The fast tests use ``tests/data/results-sample`` (no testbed); ``test_report_of_real_results``
+uses the ``analysis_results`` fixture (local testbed, or ``QIR_TEST_RESULTS``).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import fcntl
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from .analysis_fixture import analysis_results  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "tests" / "data" / "results-sample"
+CHROMIUM = os.environ.get("QIR_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+WIDTH = 1280
+
+
+# ----------------------------------------------------------------------------- DevTools client
+
+class DevToolsError(RuntimeError):
+    """The browser answered a command with an error, or did not answer in time."""
+
+
+class Chromium:
+    """Headless Chromium driven over ``--remote-debugging-pipe`` (fds 3 and 4, NUL-separated
+    JSON). Use as a context manager; :meth:`open_page` attaches to a fresh tab."""
+
+    def __init__(self, binary: str = CHROMIUM, timeout: float = 60.0) -> None:
+        self.timeout = timeout
+        self.events: list[dict[str, Any]] = []
+        self._next_id = 0
+        self._buffer = b""
+        self._profile = tempfile.mkdtemp(prefix="qir-chromium-")
+        to_browser_r, self._to_browser = os.pipe()
+        self._from_browser, from_browser_w = os.pipe()
+        # move both ends the child needs above 10 so that dup2 onto 3 and 4 cannot clobber them
+        child_in = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD_CLOEXEC, 10)
+        child_out = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+
+        def fds() -> None:  # in the child: its fd 3 reads our commands, fd 4 writes answers
+            os.dup2(child_in, 3)
+            os.dup2(child_out, 4)
+
+        # stderr to a file, not a pipe: Chromium logs a lot (D-Bus noise) and would block on
+        # a full pipe; its tail goes into the error when the browser dies
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile}",
+             "--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            preexec_fn=fds, close_fds=False)  # (close_fds would close 3 and 4 after fds())
+        os.close(child_in)
+        os.close(child_out)
+
+    def __enter__(self) -> "Chromium":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Ask the browser to quit, then make sure it did; remove its profile."""
+        try:
+            if self.proc.poll() is None:
+                self.send("Browser.close", wait=False)
+                self.proc.wait(timeout=10)
+        except (OSError, DevToolsError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        finally:
+            for fd in (self._to_browser, self._from_browser):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self._stderr.close()
+            shutil.rmtree(self._profile, ignore_errors=True)
+
+    def stderr_tail(self, size: int = 2000) -> str:
+        """The end of the browser's stderr (for error messages)."""
+        self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, self._stderr.tell() - size))
+        return self._stderr.read().decode(errors="replace")
+
+    def _read_message(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DevToolsError("timeout waiting for the browser")
+            ready, _, _ = select.select([self._from_browser], [], [], left)
+            if ready:
+                chunk = os.read(self._from_browser, 1 << 20)
+                if not chunk:
+                    raise DevToolsError(f"browser closed the pipe (exit {self.proc.poll()}): "
+                                        f"{self.stderr_tail()}")
+                self._buffer += chunk
+        raw, self._buffer = self._buffer.split(b"\0", 1)
+        message: dict[str, Any] = json.loads(raw)
+        return message
+
+    def send(self, method: str, params: dict[str, Any] | None = None,
+             session: str | None = None, wait: bool = True) -> dict[str, Any]:
+        """Send a command; return its result (events that arrive meanwhile are kept)."""
+        self._next_id += 1
+        message: dict[str, Any] = {"id": self._next_id, "method": method,
+                                   "params": params or {}}
+        if session is not None:
+            message["sessionId"] = session
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        if not wait:
+            return {}
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self._read_message(deadline)
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise DevToolsError(f"{method}: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+            if "method" in reply:
+                self.events.append(reply)
+
+    def wait_event(self, method: str, session: str | None = None) -> dict[str, Any]:
+        """Wait for an event (one that already arrived counts)."""
+        deadline = time.monotonic() + self.timeout
+        seen = 0
+        while True:
+            for event in self.events[seen:]:
+                if event["method"] == method and (session is None
+                                                  or event.get("sessionId") == session):
+                    return event
+            seen = len(self.events)
+            self.events.append(self._read_message(deadline))
+
+    def open_page(self) -> str:
+        """A new tab, attached (flat protocol); returns its session id."""
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session: str = self.send("Target.attachToTarget",
+                                 {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Runtime", "Log", "Network", "Page"):
+            self.send(f"{domain}.enable", session=session)
+        return session
+
+
+# ----------------------------------------------------------------------------- page check
+
+FIGURES_JS = """
+(async () => {
+  const imgs = Array.from(document.querySelectorAll('img'));
+  const decoded = await Promise.all(imgs.map(i => i.decode().then(() => 'ok', e => String(e))));
+  return JSON.stringify(imgs.map((i, k) => {
+    const r = i.getBoundingClientRect(), s = getComputedStyle(i);
+    return {alt: i.alt, decoded: decoded[k], natural: [i.naturalWidth, i.naturalHeight],
+            box: [r.left + scrollX, r.top + scrollY, r.width, r.height],
+            visible: s.visibility === 'visible' && s.display !== 'none' && s.opacity !== '0'};
+  }));
+})()
+"""
+
+
+@dataclasses.dataclass
+class PageCheck:
+    """What the browser saw: problems (console errors, foreign requests), figures, screenshot."""
+
+    errors: list[str]
+    requests: list[str]
+    figures: list[dict[str, Any]]
+    screenshot: Path
+    height: int
+
+
+def check_page(html_file: Path, screenshot: Path) -> PageCheck:
+    """Load ``html_file`` in headless Chromium; collect errors, requests, figure boxes and a
+    full-page screenshot."""
+    url = html_file.resolve().as_uri()
+    with Chromium() as browser:
+        session = browser.open_page()
+        browser.send("Emulation.setDeviceMetricsOverride",
+                     {"width": WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                     session=session)
+        browser.send("Page.navigate", {"url": url}, session=session)
+        browser.wait_event("Page.loadEventFired", session)
+        result = browser.send("Runtime.evaluate", {"expression": FIGURES_JS,
+                                                   "awaitPromise": True,
+                                                   "returnByValue": True}, session=session)
+        if "exceptionDetails" in result:
+            raise DevToolsError(f"evaluate: {result['exceptionDetails']}")
+        figures: list[dict[str, Any]] = json.loads(result["result"]["value"])
+        metrics = browser.send("Page.getLayoutMetrics", session=session)
+        height = int(metrics["cssContentSize"]["height"])
+        shot = browser.send("Page.captureScreenshot",
+                            {"format": "png", "captureBeyondViewport": True,
+                             "clip": {"x": 0, "y": 0, "width": WIDTH, "height": height,
+                                      "scale": 1}}, session=session)
+        screenshot.write_bytes(base64.b64decode(shot["data"]))
+        events = [e for e in browser.events if e.get("sessionId") == session]
+    errors, requests = [], []
+    for event in events:
+        params = event.get("params", {})
+        if event["method"] == "Runtime.consoleAPICalled" and params.get("type") in (
+                "error", "assert", "warning"):
+            errors.append(f"console.{params['type']}: "
+                          + " ".join(str(a.get("value", a.get("description")))
+                                     for a in params.get("args", [])))
+        elif event["method"] == "Runtime.exceptionThrown":
+            errors.append(f"exception: {params.get('exceptionDetails', {}).get('text')}")
+        elif event["method"] == "Log.entryAdded" and params["entry"]["level"] in (
+                "error", "warning"):
+            errors.append(f"log {params['entry']['level']}: {params['entry']['text']}")
+        elif event["method"] == "Network.requestWillBeSent":
+            requests.append(params["request"]["url"])
+        elif event["method"] == "Network.loadingFailed":
+            errors.append(f"loading failed: {params.get('errorText')}")
+    return PageCheck(errors, requests, figures, screenshot, height)
+
+
+def distinct_colours(png: Path, box: list[float] | None = None) -> int:
+    """Number of distinct colours in the screenshot (or in one box of it), up to 1000."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        rgb = image.convert("RGB")
+        if box is not None:
+            x, y, w, h = (int(round(v)) for v in box)
+            rgb = rgb.crop((x, y, x + w, y + h))
+        colours = rgb.getcolors(maxcolors=1000)
+    return 1000 if colours is None else len(colours)
+
+
+def assert_renders(html_file: Path, screenshot: Path, min_figures: int) -> PageCheck:
+    """The page loads without console errors or foreign requests, and every figure is
+    decoded, laid out with a non-zero size and not blank in the screenshot."""
+    page = check_page(html_file, screenshot)
+    assert page.errors == [], page.errors
+    url = html_file.resolve().as_uri()
+    assert [r for r in page.requests if r != url and not r.startswith("data:")] == []
+    assert len(page.figures) >= min_figures, page.figures
+    for fig in page.figures:
+        assert fig["decoded"] == "ok", fig
+        assert fig["visible"], fig
+        assert fig["natural"][0] > 0 and fig["natural"][1] > 0, fig
+        assert fig["box"][2] > 100 and fig["box"][3] > 50, fig  # laid out, not squashed
+        assert distinct_colours(screenshot, fig["box"]) > 8, f"blank figure: {fig['alt']}"
+    assert distinct_colours(screenshot) > 16
+    return page
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def run_report(*args: str) -> subprocess.CompletedProcess[str]:
+    """``run.py report ...`` as a user runs it."""
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), "report", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+
+
+def figure_names(html: str) -> set[str]:
+    """The view names of the figures in a report page."""
+    return set(re.findall(r'<figure id="[^"]*__([^"]+)"', html))
+
+
+def assert_self_contained(html: str) -> None:
+    """No script, no stylesheet link, every src/href local (data: URI or #anchor)."""
+    assert "<script" not in html.lower()
+    assert "<link" not in html.lower()
+    for attr, value in re.findall(r'\b(src|href)="([^"]*)"', html):
+        assert value.startswith(("data:", "#")), f"{attr}={value[:80]}"
+    assert "url(" not in html  # no CSS resources either
+
+
+def keylog_expected(campaign: Path) -> bool:
+    """Whether a campaign asked for TLS key logs (keylog: true, or the tcpdump monitor)."""
+    cfg = json.loads((campaign / "campaign.json").read_text()).get("config") or {}
+    axes = ((cfg.get("sweep") or {}).get("axes")) or []
+    return bool(cfg.get("keylog") or "tcpdump" in (cfg.get("monitors") or [])
+                or any(a.get("path") == "keylog" and True in a.get("values", []) for a in axes))
+
+
+@pytest.fixture
+def sample_copy(tmp_path: Path) -> Path:
+    """A writable copy of the sample campaign (load_results caches below it)."""
+    target = tmp_path / "results" / SAMPLE.name
+    shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
+    return target
+
+
+# ----------------------------------------------------------------------------- fast tests
+
+def test_sample_report_renders_in_chromium(sample_copy: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_report(str(sample_copy), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr  # no view failed
+    html = (out / "report.html").read_text()
+    assert_self_contained(html)
+    for heading in ("Summary", "Views", "Failures (0)", "Implementations", "Hosts",
+                    "Configuration"):
+        assert f"<h3>{heading}</h3>" in html
+    assert "No TLS key logs" in html
+    assert "v0.65.0" in html and "AMD EPYC" in html  # versions and host facts
+    names = figure_names(html)
+    assert "bottlenecks" in names
+    assert "skipped, no data" in html  # e.g. the buffer sweep: said in one line
+    assert "Interop matrix (Fig. 6): skipped, needs 2 server/client pairs" in html
+    for name in names:  # every embedded figure is also a file
+        assert list((out / "figures").glob(f"*__{name}.png"))
+        assert list((out / "figures").glob(f"*__{name}.svg"))
+    assert_renders(out / "report.html", tmp_path / "sample.png", min_figures=len(names))
+
+
+def test_keylogs_and_failures_are_reported(sample_copy: Path, tmp_path: Path) -> None:
+    attempt = sample_copy / "quic-go_quic-go" / "goodput" / "1" / "attempt-1"
+    (attempt / "client" / "keys.log").write_text("CLIENT_TRAFFIC_SECRET_0 00 11\n")
+    failed = sample_copy / "quic-go_quic-go" / "goodput" / "2" / "attempt-1"
+    failed.mkdir(parents=True)
+    record = json.loads((attempt / "run.json").read_text())
+    record.update(repetition=2, status="failed", reason="client exited with 1 <boom>",
+                  goodput_mbps=None, hash_ok=None)
+    (failed / "run.json").write_text(json.dumps(record))
+    out = tmp_path / "out"
+    proc = run_report(str(sample_copy.parent), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "report.html").read_text()
+    assert "TLS key logs present" in html
+    assert "quic-go_quic-go/goodput/1/attempt-1/client/keys.log" in html
+    assert "Failures (1)" in html
+    assert "client exited with 1 &lt;boom&gt;" in html  # reason shown, escaped
+    assert "TLS key log" in proc.stderr
+
+
+def test_hosts_and_versions_from_testbed_files(sample_copy: Path, tmp_path: Path) -> None:
+    """A campaign over two testbeds keeps hosts and versions in testbed-<name>.json."""
+    meta = json.loads((sample_copy / "campaign.json").read_text())
+    for name, cpu in (("local", "CPU-A"), ("local-b", "CPU-B")):
+        hosts = json.loads(json.dumps(meta["hosts"]))
+        hosts["server"]["cpu_model"] = hosts["client"]["cpu_model"] = cpu
+        (sample_copy / f"testbed-{name}.json").write_text(json.dumps(
+            {"hosts": hosts, "implementations": meta["implementations"],
+             "status": "finished"}))
+    meta["testbeds"] = {"local": meta.pop("testbed"), "local-b": {}}
+    meta["testbed_files"] = {n: f"testbed-{n}.json" for n in ("local", "local-b")}
+    del meta["hosts"], meta["implementations"]
+    (sample_copy / "campaign.json").write_text(json.dumps(meta))
+    pair = sample_copy / "quic-go_quic-go" / "goodput"
+    shutil.copytree(pair / "1", pair / "2")
+    record = json.loads((pair / "2" / "attempt-1" / "run.json").read_text())
+    record.update(repetition=2, testbed="local-b")
+    (pair / "2" / "attempt-1" / "run.json").write_text(json.dumps(record))
+    out = tmp_path / "out"
+    proc = run_report(str(sample_copy), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "report.html").read_text()
+    assert "<b>testbed local</b>" in html and "<b>testbed local-b</b>" in html
+    assert "CPU-A" in html and "CPU-B" in html
+    assert "hardware" in figure_names(html)  # two testbeds: the hardware view applies
+    summary = html.split("<h3>Summary</h3>")[1].split("<h3>")[0]
+    assert "<th>testbed</th>" in summary  # one row per testbed
+
+
+def test_same_campaign_in_two_places_gets_two_sections(sample_copy: Path,
+                                                        tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere" / sample_copy.name
+    shutil.copytree(sample_copy, other)
+    out = tmp_path / "out"
+    proc = run_report(str(sample_copy), str(other), str(sample_copy), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "report.html").read_text()
+    ids = re.findall(r'<section id="([^"]+)"', html)
+    assert len(ids) == 2 and len(set(ids)) == 2  # the repeated path counts once
+    figures = re.findall(r'<figure id="([^"]+)"', html)
+    assert len(figures) == len(set(figures)) == 2 * len(figure_names(html)) > 0
+    assert {p.stem for p in (out / "figures").glob("*.svg")} == set(figures)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda tmp: tmp / "missing", "no such directory"),
+    (lambda tmp: tmp, "not a results directory"),
+])
+def test_user_errors_are_one_line_exit_2(tmp_path: Path, make: Any, message: str) -> None:
+    proc = run_report(str(make(tmp_path)), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# ----------------------------------------------------------------------------- real result set
+
+def test_report_of_real_results(analysis_results: dict[str, Path],  # noqa: F811
+                                tmp_path: Path) -> None:
+    dirs = [str(analysis_results[n]) for n in ("buffers", "interop", "pinning")]
+    out = tmp_path / "out"
+    proc = run_report(*dirs, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr
+    html = (out / "report.html").read_text()
+    assert_self_contained(html)
+    sections = html.split("<section ")[1:]
+    assert len(sections) == 3
+    by_name = {n: s for n, s in zip(("buffers", "interop", "pinning"), sections)}
+    assert '__buffers"' in by_name["buffers"]  # <figure id="<campaign>__<view>">
+    assert '__interop"' in by_name["interop"]
+    assert '__pinning"' in by_name["pinning"]
+    # the fixture's interop copy runs with keylog: true (stored sets may not)
+    if any(keylog_expected(Path(d)) for d in dirs):
+        assert "TLS key logs present" in html and "/client/keys.log" in html
+    else:
+        assert "No TLS key logs" in html
+    for impl in ("quic-go", "quiche", "quinn"):
+        assert impl in by_name["interop"]
+    page = assert_renders(out / "report.html", tmp_path / "real.png",
+                          min_figures=len(figure_names(html)))
+    assert len(page.figures) >= 3
