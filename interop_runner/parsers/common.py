@@ -89,7 +89,7 @@ def clock_24h(hms: str, ampm: str | None = None) -> str | None:
     if len(hms) != 8 or hms[2] != ":" or hms[5] != ":":
         return None
     hh, mm, ss = hms[0:2], hms[3:5], hms[6:8]
-    if not (hh.isdigit() and mm.isdigit() and ss.isdigit()):
+    if not (hh.isdecimal() and mm.isdecimal() and ss.isdecimal()):
         return None
     if ampm is None:
         return hms

@@ -91,10 +91,9 @@ def parse_ethtool_stats(text: str) -> EthtoolStats:
             if len(cache) >= _KEY_CACHE_MAX:
                 cache.clear()
             cls = cache[raw] = _classify(raw)
-        try:
-            v = int(value)
-        except ValueError:
+        if not value.isdecimal():  # also for a cached key: int() takes "-10", "+1", "1_0"
             continue
+        v = int(value)
         queue, name = cls
         if queue < 0:
             globals_[name] = v

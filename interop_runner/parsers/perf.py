@@ -96,7 +96,7 @@ def _parse_header(line: str) -> tuple[str, int, int, list[str]] | None:
         t = 1
         while t < n:
             tok = tokens[t]
-            if tok[-1] == ":" and tok[:-1].replace(".", "", 1).isdigit():
+            if tok[-1] == ":" and tok[:-1].replace(".", "", 1).isdecimal():
                 break
             t += 1
         else:
@@ -109,7 +109,7 @@ def _parse_header(line: str) -> tuple[str, int, int, list[str]] | None:
     pid_tok = tokens[p]
     slash = pid_tok.find("/")
     pid_s = pid_tok[:slash] if slash >= 0 else pid_tok
-    if not pid_s.isdigit() and not (pid_s[:1] == "-" and pid_s[1:].isdigit()):
+    if not pid_s.isdecimal() and not (pid_s[:1] == "-" and pid_s[1:].isdecimal()):
         return None  # perf prints ":-1 -1" for samples of an unknown thread
     if p == 1:
         comm = tokens[0]
@@ -118,7 +118,7 @@ def _parse_header(line: str) -> tuple[str, int, int, list[str]] | None:
         comm = line[:comm_end].strip() if comm_end > 0 else " ".join(tokens[:p])
     period = 1
     e = t + 1
-    if e < n and tokens[e].isdigit():
+    if e < n and tokens[e].isdecimal():
         period = int(tokens[e])
         e += 1
     # the event name ends with ":" (cycles:, cpu-clock:, cycles:ppp:, sched:sched_switch:)

@@ -23,14 +23,16 @@ def parse_proc_times(text: str) -> ProcTimes:
     if not lines:
         raise ParseError("empty proc snapshot")
     head = lines[0].split()
-    if len(head) != 2 or not head[0].isdigit() or not head[1].isdigit():
+    if len(head) != 2 or not head[0].isdecimal() or not head[1].isdecimal():
         raise ParseError(f"bad proc snapshot header {lines[0][:60]!r}")
     ticks = {}
     for line in lines[1:]:
         pid, _, rest = line.partition(" ")
         fields = rest.rpartition(")")[2].split()
-        if not pid.isdigit() or len(fields) < 15:
+        if not pid.isdecimal() or len(fields) < 15:
             continue
+        if not all(f.isdecimal() for f in fields[11:15]):
+            raise ParseError(f"malformed stat line of PID {pid} ({line[:60]!r})")
         ticks[int(pid)] = sum(int(f) for f in fields[11:15])
     return ProcTimes(int(head[0]), int(head[1]), ticks)
 

@@ -266,7 +266,7 @@ def read_handshakes(path: str | Path) -> list[InitialHandshake]:
         while pos < len(payload):
             try:
                 hdr = _initial_header(payload, pos)
-            except ParseError:
+            except (ParseError, IndexError):  # a long header cut short
                 break
             if hdr is None:
                 break
@@ -294,10 +294,18 @@ def read_handshakes(path: str | Path) -> list[InitialHandshake]:
                     pass
             pos = hdr.end
     for hs, _, from_client, from_server in conns.values():
+        # the Initial keys are public, so a decryptable hello can still be malformed (a buggy
+        # peer): its fields keep what could be read
         client_hello = _hello(_assemble(from_client), 1)
         if client_hello is not None:
-            _client_hello(client_hello, hs)
+            try:
+                _client_hello(client_hello, hs)
+            except (IndexError, struct.error):
+                pass
         server_hello = _hello(_assemble(from_server), 2)
         if server_hello is not None:
-            hs.selected = _server_hello(server_hello)
+            try:
+                hs.selected = _server_hello(server_hello)
+            except (IndexError, struct.error):
+                pass
     return order

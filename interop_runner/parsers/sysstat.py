@@ -360,9 +360,12 @@ def _mpstat_fast(
             cpu: int | str = INTS[e[0]] if e[0].isdecimal() else e[0]
             if cpus is not None and cpu not in cpus:
                 continue
-            out.append(MpstatSample(
-                epoch, clock, cpu, f[e[1]], f[e[2]], f[e[3]], f[e[4]], f[e[5]], f[e[6]],
-                f[e[7]], f[e[8]], f[e[9]], f[e[10]]))
+            try:
+                out.append(MpstatSample(
+                    epoch, clock, cpu, f[e[1]], f[e[2]], f[e[3]], f[e[4]], f[e[5]], f[e[6]],
+                    f[e[7]], f[e[8]], f[e[9]], f[e[10]]))
+            except ValueError:  # "0-.00" matches [-0-9.]+ but is no number: the JSON path
+                return None
     return out
 
 
@@ -431,7 +434,7 @@ def pidstat_cpu_summary(
     """
     lines = text.split("\n")
     header = next((ln.split() for ln in lines if ln.startswith("# Time")), None)
-    if header is None or "TGID" not in header or "%CPU" not in header:
+    if header is None or "TGID" not in header or "TID" not in header or "%CPU" not in header:
         samples = parse_pidstat(text)
         threads: dict[int, list[float]] = {}
         for s in samples:
