@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+import queue
 import random
+import shutil
 import signal
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,14 +20,16 @@ from typing import Any, Callable, Iterator
 from . import __version__
 from .config import CampaignConfig, TestbedConfig, variant_configs
 from .executor import ExecutorError, LocalExecutor
-from .implementations import ImplementationMeta, common_alpn, load_registry
+from .implementations import ImplementationMeta, common_alpn, load_registry, resolve
 from .knobs import Journal, NodeKnobs
 from .monitors.session import NodeMonitors
 from .nodes import Node, PreflightError, SetupError
 from .orchestrator import Attempt, AttemptPlan, not_run_record
-from .store import (RunRecord, StoreError, attempt_dir, new_campaign_dir, next_attempt,
-                    repetition_dir, stored_attempts, utc_now, write_json_atomic, write_run)
-from .sweep import Variant, order_runs
+from .store import (RunRecord, StoreError, attempt_dir, iter_run_files, new_campaign_dir,
+                    next_attempt, read_run, repetition_dir, stored_attempts, utc_now,
+                    write_json_atomic, write_run)
+from .sweep import Variant, order_runs, slug
+from .variants import SourceArchive, VariantError, pack_source
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,6 +44,8 @@ class PlannedRun:
     alpn: str | None
     variant: Variant = Variant("", ())
     cfg: CampaignConfig | None = None  # the variant's config (None: the campaign's)
+    # the pair as written in the campaign (differs from server/client under `impl`)
+    cell: tuple[str, str] | None = None
 
     @property
     def key(self) -> str:
@@ -89,7 +99,14 @@ def draw_seed() -> int:
     return random.SystemRandom().randrange(2**31)
 
 
-def plan_runs(cfg: CampaignConfig, seed: int | None = None) -> list[PlannedRun]:
+def plan_order(cfg: CampaignConfig, testbeds: int = 1) -> str:
+    """``shuffled`` or ``sequential``: sequential when nothing varies between runs."""
+    varies = bool(cfg.sweep.axes) or (testbeds > 1 and cfg.distribute == "each")
+    return cfg.sweep.order if varies else "sequential"
+
+
+def plan_runs(cfg: CampaignConfig, seed: int | None = None,
+              testbeds: list[str] | None = None) -> list[PlannedRun]:
     """The ordered runs: variants x pairs x repetitions.
 
     Without axes and with order ``sequential`` this is pair by pair, repetitions 1..N. With
@@ -97,14 +114,24 @@ def plan_runs(cfg: CampaignConfig, seed: int | None = None) -> list[PlannedRun]:
     combinations in an order drawn from ``seed`` (``cfg.sweep.seed``, else the given one).
     """
     registry = load_registry()
-    order = cfg.sweep.order if cfg.sweep.axes else "sequential"
+    order = plan_order(cfg, len(testbeds or []))
     seed = cfg.sweep.seed if cfg.sweep.seed is not None else (seed or 0)
     configs = variant_configs(cfg)
-    units = [(variant, vcfg, pair) for pair in cfg.pair_list() for variant, vcfg in configs]
+    if testbeds and len(testbeds) > 1 and cfg.distribute == "each":
+        # every run on every testbed: the testbed becomes one more axis (id and axis_testbed)
+        configs = [(Variant(",".join(x for x in (f"testbed={slug(t)}", v.id) if x),
+                            (("testbed", t), *v.values)), vcfg)
+                   for t in testbeds for v, vcfg in configs]
+    units = [(variant, vcfg, pair) for pair in cfg.written_pairs()
+             for variant, vcfg in configs]
     runs = []
-    for rep, (variant, vcfg, pair) in order_runs(units, cfg.repetitions, order, seed):
-        alpn = common_alpn(registry[pair.server], registry[pair.client])
-        runs.append(PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg))
+    for rep, (variant, vcfg, written) in order_runs(units, cfg.repetitions, order, seed,
+                                                    group=lambda u: (u[2].server, u[2].client)):
+        pair = vcfg.substitute(written)
+        alpn = common_alpn(resolve(pair.server, registry, vcfg.implementations),
+                           resolve(pair.client, registry, vcfg.implementations))
+        runs.append(PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
+                               cell=(written.server, written.client)))
     return runs
 
 
@@ -146,9 +173,11 @@ class _Interrupt:
 class Campaign:
     """Runs a validated campaign on a testbed."""
 
-    def __init__(self, cfg: CampaignConfig, testbed: TestbedConfig, results_root: Path,
-                 keep_files: bool | None = None, resume: Path | None = None) -> None:
-        self.cfg, self.testbed = cfg, testbed
+    def __init__(self, cfg: CampaignConfig, testbed: TestbedConfig | list[TestbedConfig],
+                 results_root: Path, keep_files: bool | None = None,
+                 resume: Path | None = None) -> None:
+        self.testbeds = list(testbed) if isinstance(testbed, list) else [testbed]
+        self.cfg, self.testbed = cfg, self.testbeds[0]
         self.results_root = results_root
         self.keep_files = cfg.keep_files if keep_files is None else keep_files
         self.registry = load_registry()
@@ -159,22 +188,48 @@ class Campaign:
             self._previous = _check_resume(resume, cfg)
             seed = self._previous.get("plan", {}).get("seed", seed)
         self.seed = seed
-        self.runs = plan_runs(cfg, seed)
+        self.runs = plan_runs(cfg, seed, [t.name for t in self.testbeds])
         done = completed_keys(resume, cfg, self.runs) if resume is not None else set()
         self.skipped = len(done)
         self.runs = [r for r in self.runs if r.key not in done]
         # called with (message, log tail) when an implementation's setup fails
         self.on_setup_error: Callable[[str, str], None] | None = None
+        # adaptive A/B: the cells (server, client as written) whose verdict is still open,
+        # from the records stored in a campaign directory (the CLI wires in the analysis)
+        self.undecided: Callable[[Path], set[tuple[str, str]]] | None = None
 
     def _metas(self, role: str) -> list[ImplementationMeta]:
-        names = {getattr(p, role) for p in self.cfg.pair_list()}
-        return [self.registry[n] for n in sorted(names)]
+        """Every implementation (variants included) that runs in ``role`` in any variant."""
+        names = {getattr(p, role) for _, vcfg in variant_configs(self.cfg)
+                 for p in vcfg.pair_list()}
+        return [self.meta(n) for n in sorted(names)]
+
+    def meta(self, name: str) -> ImplementationMeta:
+        """The registry entry or variant called ``name`` in this campaign."""
+        return resolve(name, self.registry, self.cfg.implementations)
 
     def execute(self, progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
                 | None = None, on_record: Callable[[RunRecord], None] | None = None,
                 ) -> CampaignResult:
         """Prepare nodes, run all planned attempts, clean up; return the records."""
-        directory = self.resume or new_campaign_dir(self.results_root, self.cfg.name)
+        if len(self.testbeds) > 1:
+            return self._execute_parallel(progress)
+        return self._execute_one(progress, on_record)
+
+    @property
+    def port(self) -> int:
+        """The measurement port on this campaign's testbed."""
+        return self.testbed.port or self.cfg.port
+
+    def _execute_one(self, progress: Callable[[Iterator[PlannedRun], int],
+                                               Iterator[PlannedRun]] | None = None,
+                     on_record: Callable[[RunRecord], None] | None = None,
+                     directory: Path | None = None, meta_file: str = "campaign.json",
+                     runs: Iterator[PlannedRun] | None = None) -> CampaignResult:
+        """One testbed: the whole campaign, or (in a worker) its share of the runs."""
+        directory = directory or self.resume or new_campaign_dir(self.results_root,
+                                                                 self.cfg.name)
+        self._source = runs
         result = CampaignResult(directory)
         campaign_id = directory.name
         t0 = time.monotonic()
@@ -184,7 +239,7 @@ class Campaign:
             "started_at": utc_now(), "finished_at": None, "status": "running",
             "planned_runs": len(self.runs) + self.skipped, "hosts": {}, "implementations": {},
             "monitors": {},
-            "plan": {"order": self.cfg.sweep.order if self.cfg.sweep.axes else "sequential",
+            "plan": {"order": plan_order(self.cfg, len(self.testbeds)),
                      "seed": self.seed, "variants": sorted({r.variant.id for r in self.runs})},
         }
         if self._previous is not None:
@@ -195,7 +250,8 @@ class Campaign:
                  "finished_at": self._previous.get("finished_at")}]
             meta["resumed_at"] = utc_now()
             meta["skipped_runs"] = self.skipped
-        write_json_atomic(directory / "campaign.json", meta, overwrite=self.resume is not None)
+        write_json_atomic(directory / meta_file, meta,
+                          overwrite=self.resume is not None or meta_file != "campaign.json")
         nodes: list[Node] = []
         with _Interrupt():
             try:
@@ -219,8 +275,12 @@ class Campaign:
                 self._check_knobs(knobs)
                 prepared = self._prepare(server, client, meta)
                 prepared.server_knobs, prepared.client_knobs = knobs["server"], knobs["client"]
-                write_json_atomic(directory / "campaign.json", meta, overwrite=True)
+                write_json_atomic(directory / meta_file, meta, overwrite=True)
                 self._loop(server, client, prepared, result, progress, on_record)
+                if self.cfg.sweep.adaptive is not None and self.undecided is not None \
+                        and self._source is None:
+                    self._adapt(server, client, prepared, result, progress, on_record, meta,
+                                meta_file)
                 meta["status"] = "finished"
             except KeyboardInterrupt:
                 meta["status"] = "interrupted"
@@ -236,8 +296,161 @@ class Campaign:
                 meta["finished_at"] = utc_now()
                 result.wall_s = time.monotonic() - t0
                 meta["wall_s"] = result.wall_s
-                write_json_atomic(directory / "campaign.json", meta, overwrite=True)
+                write_json_atomic(directory / meta_file, meta, overwrite=True)
         return result
+
+    def _adapt(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
+               progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
+               on_record: Callable[[RunRecord], None] | None, meta: dict[str, Any],
+               meta_file: str) -> None:
+        """Adaptive A/B: another paired round for each cell without a verdict, up to the cap."""
+        assert self.cfg.sweep.adaptive is not None and self.undecided is not None
+        rounds: list[dict[str, Any]] = meta.setdefault("adaptive_rounds", [])
+        rep = self.cfg.repetitions
+        while rep < self.cfg.sweep.adaptive.max_repetitions:
+            cells = self.undecided(result.directory)
+            if not cells:
+                break
+            rep += 1
+            extended = self.cfg.model_copy(update={"repetitions": rep})
+            extra = [r for r in plan_runs(extended, self.seed)
+                     if r.repetition == rep and r.cell in cells]
+            done = completed_keys(result.directory, self.cfg, extra)
+            self.runs = [r for r in extra if r.key not in done]
+            rounds.append({"repetition": rep, "cells": sorted("_".join(c) for c in cells)})
+            write_json_atomic(result.directory / meta_file, meta, overwrite=True)
+            self._loop(server, client, prepared, result, progress, on_record)
+
+    def _execute_parallel(self, progress: Callable[[Iterator[PlannedRun], int],
+                                                    Iterator[PlannedRun]] | None
+                          ) -> CampaignResult:
+        """Several testbeds: one worker process per testbed, one run at a time on each.
+
+        ``spread``: the workers take the next run from one shared queue; ``each``: every
+        worker runs the runs planned for its testbed. Each worker writes its records and its
+        own ``testbed-<name>.json`` (hosts, implementations, monitors); campaign.json names
+        them. Ctrl-C reaches every worker (same process group); a SIGTERM to this process
+        is passed on to them.
+        """
+        ctx = multiprocessing.get_context("fork")
+        directory = self.resume or new_campaign_dir(self.results_root, self.cfg.name)
+        result = CampaignResult(directory)
+        t0 = time.monotonic()
+        names = [t.name for t in self.testbeds]
+        meta: dict[str, Any] = {
+            "schema_version": 1, "campaign": directory.name, "config": self.cfg.model_dump(),
+            "testbeds": {t.name: t.model_dump() for t in self.testbeds},
+            "distribute": self.cfg.distribute, "runner": runner_version(),
+            "started_at": utc_now(), "finished_at": None, "status": "running",
+            "planned_runs": len(self.runs) + self.skipped,
+            "plan": {"order": plan_order(self.cfg, len(self.testbeds)),
+                     "seed": self.seed, "variants": sorted({r.variant.id for r in self.runs})},
+            "testbed_files": {n: f"testbed-{n}.json" for n in names},
+        }
+        if self._previous is not None:
+            meta["started_at"] = self._previous.get("started_at", meta["started_at"])
+            meta["sessions"] = self._previous.get("sessions", []) + [
+                {"status": self._previous.get("status"),
+                 "finished_at": self._previous.get("finished_at")}]
+            meta["resumed_at"], meta["skipped_runs"] = utc_now(), self.skipped
+        write_json_atomic(directory / "campaign.json", meta, overwrite=self.resume is not None)
+        shared: Any = ctx.Queue()
+        own: dict[str, Any] = {n: ctx.Queue() for n in names}
+        for run in self.runs:
+            tb = run.variant.as_dict().get("testbed") if self.cfg.distribute == "each" else None
+            (own[tb] if tb else shared).put(run.key)
+        done: Any = ctx.Queue()
+        workers = [ctx.Process(target=self._worker, name=f"testbed-{t.name}",
+                               args=(t, directory, own[t.name], shared, done))
+                   for t in self.testbeds]
+        exits = {"n": 0}
+
+        def events() -> Iterator[None]:
+            """One item per stored record, until every worker has exited."""
+            while exits["n"] < len(workers):
+                try:
+                    msg = done.get(timeout=0.5)
+                except queue.Empty:
+                    if not any(w.is_alive() for w in workers):
+                        return
+                    continue
+                if msg == "exit":
+                    exits["n"] += 1
+                else:
+                    yield None
+
+        try:
+            with _Interrupt():
+                for w in workers:
+                    w.start()
+                ticks: Iterator[Any] = events()
+                if progress is not None:
+                    ticks = progress(ticks, len(self.runs))
+                for _ in ticks:
+                    pass
+        except KeyboardInterrupt:
+            result.interrupted = True
+            for w in workers:  # a Ctrl-C from a terminal reached them already
+                if w.is_alive() and w.pid is not None:
+                    os.kill(w.pid, signal.SIGTERM)
+            for w in workers:
+                w.join(timeout=120)
+            raise
+        finally:
+            for w in workers:
+                w.join(timeout=600)
+            codes = {t.name: w.exitcode for t, w in zip(self.testbeds, workers)}
+            meta["worker_exit_codes"] = codes
+            statuses = []
+            for name in names:
+                try:
+                    statuses.append(json.loads(
+                        (directory / f"testbed-{name}.json").read_text()).get("status"))
+                except (OSError, ValueError):
+                    statuses.append("not started")
+            meta["status"] = ("interrupted" if result.interrupted or "interrupted" in statuses
+                              else "finished" if all(s == "finished" for s in statuses)
+                              else "; ".join(f"{n}: {s}" for n, s in zip(names, statuses)))
+            meta["finished_at"] = utc_now()
+            result.wall_s = meta["wall_s"] = time.monotonic() - t0
+            write_json_atomic(directory / "campaign.json", meta, overwrite=True)
+            result.records = [RunRecord.from_dict(read_run(p)) for p in iter_run_files(directory)
+                              if read_run(p).get("campaign") == directory.name]
+        if any(code not in (0, None) for code in codes.values()) and not result.interrupted:
+            raise StoreError(f"{directory}: a testbed worker failed: "
+                             + ", ".join(f"{n} exit {c}" for n, c in codes.items() if c))
+        return result
+
+    def _worker(self, testbed: TestbedConfig, directory: Path, own: Any, shared: Any,
+                done: Any) -> None:
+        """Body of a worker process: this testbed's share of the runs."""
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.testbeds, self.testbed = [testbed], testbed
+        by_key = {r.key: r for r in self.runs}
+
+        def source() -> Iterator[PlannedRun]:
+            for q in (own, shared):
+                while True:
+                    try:
+                        key = q.get(timeout=0.2)
+                    except queue.Empty:
+                        break
+                    yield by_key[key]
+
+        code = 0
+        try:
+            self._execute_one(None, lambda rec: done.put("record"), directory,
+                              f"testbed-{testbed.name}.json", source())
+        except KeyboardInterrupt:
+            code = 130
+        except Exception as exc:  # reported in testbed-<name>.json; the exit code tells main
+            print(f"error: testbed {testbed.name}: {exc}", file=sys.stderr)
+            code = 1
+        finally:
+            done.put("exit")
+            done.close()
+            done.join_thread()  # flush before the hard exit below
+        os._exit(code)
 
     def _check_knobs(self, knobs: dict[str, NodeKnobs]) -> None:
         """Refuse knob settings the testbed cannot have, before any run."""
@@ -263,20 +476,14 @@ class Campaign:
         client.preflight(cfg.file_size + 16 * 2**20, client.cfg.tmpdir)
         versions: dict[str, str | None] = {}
         errors: dict[str, str] = {}
-        for node, role in ((server, "server"), (client, "client")):
-            for impl in self._metas(role):
-                key = f"{role}:{impl.name}"
-                entry: dict[str, Any] = {"declared_version": impl.version,
-                                         "source_hash": impl.source_hash(), "node": node.name}
-                try:
-                    entry["version"] = versions[key] = node.install(impl, cfg.timeouts.setup)
-                except SetupError as exc:
-                    # Only the pairs with this implementation fail; the others still run.
-                    errors[key] = str(exc)
-                    entry.update(version=None, setup_error=str(exc), setup_log_tail=exc.tail)
-                    if self.on_setup_error is not None:
-                        self.on_setup_error(str(exc), exc.tail)
-                meta["implementations"][key] = entry
+        archives: dict[str, SourceArchive] = {}
+        packdir = Path(tempfile.mkdtemp(prefix="qir-variants-"))
+        try:
+            for node, role in ((server, "server"), (client, "client")):
+                for impl in self._metas(role):
+                    self._install(node, role, impl, meta, versions, errors, archives, packdir)
+        finally:
+            shutil.rmtree(packdir, ignore_errors=True)
         gen_timeout = max(120.0, cfg.file_size / 50e6)
         file_name = f"goodput-{cfg.file_size}.bin"
         sha256 = server.generate_file(file_name, cfg.file_size, gen_timeout)
@@ -285,12 +492,40 @@ class Campaign:
         monitors = []
         for node in (server, client):
             mon = NodeMonitors(node.executor, node.name, node.cfg.interface, list(cfg.monitors),
-                               node.cfg.role, cfg.port, cfg.monitor_options)
+                               node.cfg.role, self.port, cfg.monitor_options)
             meta["monitors"][node.cfg.role] = mon.check()
             if mon.perf_event:
                 meta["monitors"][node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
         return Prepared(versions, errors, file_name, sha256, monitors[0], monitors[1])
+
+    def _install(self, node: Node, role: str, impl: ImplementationMeta, meta: dict[str, Any],
+                 versions: dict[str, str | None], errors: dict[str, str],
+                 archives: dict[str, SourceArchive], packdir: Path) -> None:
+        """Install one implementation (or variant) on one node; a failure fails its pairs."""
+        key = f"{role}:{impl.name}"
+        entry: dict[str, Any] = {"declared_version": impl.version,
+                                 "source_hash": impl.source_hash(), "node": node.name}
+        if impl.variant is not None:
+            entry["variant"] = impl.variant.model_dump(exclude_defaults=True)
+        try:
+            archive = None
+            if impl.variant is not None and impl.variant.source:
+                if impl.name not in archives:
+                    archives[impl.name] = pack_source(impl, packdir)
+                archive = archives[impl.name]
+                entry["variant_source"] = archive.identity
+            entry["version"] = versions[key] = node.install(
+                impl, self.cfg.timeouts.setup, archive.path if archive else None,
+                archive.label if archive else None)
+        except (SetupError, VariantError) as exc:
+            tail = exc.tail if isinstance(exc, SetupError) else ""
+            # Only the pairs with this implementation fail; the others still run.
+            errors[key] = str(exc)
+            entry.update(version=None, setup_error=str(exc), setup_log_tail=tail)
+            if self.on_setup_error is not None:
+                self.on_setup_error(str(exc), tail)
+        meta["implementations"][key] = entry
 
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
               progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
@@ -298,11 +533,11 @@ class Campaign:
         cfg = self.cfg
         monitors = {"server": dict(prepared.server_monitors.status),
                     "client": dict(prepared.client_monitors.status)}
-        runs: Iterator[PlannedRun] = iter(self.runs)
+        runs: Iterator[PlannedRun] = self._source if self._source is not None else iter(self.runs)
         if progress is not None:
             runs = progress(runs, len(self.runs))
         for run in runs:
-            smeta, cmeta = self.registry[run.server], self.registry[run.client]
+            smeta, cmeta = self.meta(run.server), self.meta(run.client)
             vcfg = run.cfg or cfg
             attempt = next_attempt(result.directory, run.server, run.client, cfg.testcase,
                                    run.repetition, run.variant.id)
@@ -312,9 +547,9 @@ class Campaign:
                 server_meta=smeta, client_meta=cmeta,
                 server_version=prepared.versions.get(f"server:{run.server}"),
                 client_version=prepared.versions.get(f"client:{run.client}"),
-                server_params=dict(vcfg.server_params.get(run.server, {})),
-                client_params=dict(vcfg.client_params.get(run.client, {})),
-                alpn=run.alpn, port=cfg.port, file_name=prepared.file_name,
+                server_params=side_params(vcfg.server_params, run.server, run.cell, 0),
+                client_params=side_params(vcfg.client_params, run.client, run.cell, 1),
+                alpn=run.alpn, port=self.port, file_name=prepared.file_name,
                 file_size=cfg.file_size, file_sha256=prepared.file_sha256,
                 client_timeout=cfg.client_timeout(),
                 server_ready_timeout=cfg.timeouts.server_ready,
@@ -344,6 +579,10 @@ class Campaign:
                                       prepared.client_knobs)
                 record = attempt_run.run()
                 abort = attempt_run.abort
+            record.hosts = {n.cfg.role: {k: n.facts.get(k) for k in HOST_KEYS}
+                            for n in (server, client)}
+            if run.cell is not None:
+                record.cell = {"server": run.cell[0], "client": run.cell[1]}
             write_run(out, record)
             result.records.append(record)
             if abort is not None:
@@ -352,7 +591,17 @@ class Campaign:
                 on_record(record)
 
 
+def side_params(by_impl: dict[str, dict[str, Any]], name: str,
+                cell: tuple[str, str] | None, index: int) -> dict[str, Any]:
+    """Parameters of one side: those of the name as written in `pairs`, then the variant's."""
+    written = cell[index] if cell is not None else name
+    return {**by_impl.get(written, {}), **by_impl.get(name, {})} if written != name \
+        else dict(by_impl.get(name, {}))
+
+
 HOST_JOURNAL = "/var/tmp/qir/host-restore.sh"
+HOST_KEYS = ("hostname", "cpu_model", "cores", "sockets", "numa_nodes", "kernel", "nic_driver",
+             "nic_speed_mbps", "mtu")
 
 
 def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from .config import ConfigError, load_campaign
+from .config import ConfigError, check_ssh_files, load_campaign_testbeds
 from .executor import ExecutorError
 from .implementations import RegistryError, load_registry
 from .knobs import KnobError
@@ -18,12 +19,16 @@ from .store import StoreError
 from .units import format_iec
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     import pandas as pd
+
+    from .config import CampaignConfig
 
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
           "1 runtime error (node, SSH, preflight), 2 invalid configuration, 3 testbed not "
           "healthy (testbed status), 4 campaign finished without any successful attempt, "
-          "130 interrupted.")
+          "5 compare found a slower cell (CI gate), 130 interrupted.")
 
 
 class UserError(Exception):
@@ -92,12 +97,22 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", type=Path, nargs="+", help="campaign or results directories")
     p.add_argument("-o", "--output", type=Path, default=None,
                    help="also write the heatmap to this image file (.png, .svg, .pdf)")
+    from .cli_report import register as register_report  # run.py report (cli_report.py)
+
+    register_report(sub)
+    from .cli_compare import register as register_compare  # run.py compare (cli_compare.py)
+
+    register_compare(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _build_parser().parse_args(argv)
+    # paramiko's transport thread logs a failed handshake with a traceback on stderr; the
+    # ConnectError it turns into is printed as one `error:` line instead
+    if not logging.getLogger("paramiko").handlers:
+        logging.getLogger("paramiko").addHandler(logging.NullHandler())
     try:
         return int(_COMMANDS[args.command](args) or 0)
     except ConfigError as exc:
@@ -105,15 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     except (UserError, ExecutorError, PreflightError, StoreError, RegistryError, KnobError,
-            FileNotFoundError) as exc:
+            OSError) as exc:  # OSError: e.g. --results-dir names a file
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    cfg, testbed = load_campaign(args.config)
+    cfg, testbeds = load_campaign_testbeds(args.config)
+    check_ssh_files(args.config, cfg, testbeds)
     print(f"{args.config}: ok — {len(cfg.pair_list())} pair(s) x {cfg.repetitions} "
-          f"repetition(s), file {format_iec(cfg.file_size)}, testbed {testbed.name}")
+          f"repetition(s), file {format_iec(cfg.file_size)}, testbed "
+          f"{', '.join(t.name for t in testbeds)}")
     return 0
 
 
@@ -198,19 +215,43 @@ def _ensure_local_testbed() -> None:
         raise UserError(str(exc)) from None
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .analysis import load_results, summarize
-    from .campaign import Campaign, completed_keys, draw_seed, estimate_seconds, plan_runs
+def _undecided_cells(cfg: "CampaignConfig") -> "Callable[[Path], set[tuple[str, str]]]":
+    """For adaptive A/B campaigns: the cells whose verdict is still ``inconclusive``."""
+    from .analysis import load_results
+    from .analysis.compare import compare_variants
+    from .sweep import variants
 
-    cfg, testbed = load_campaign(args.config)
+    assert cfg.sweep.adaptive is not None
+    arm_a, arm_b = (v.id for v in variants(cfg.sweep))
+    min_effect = cfg.sweep.adaptive.min_effect
+
+    def undecided(directory: Path) -> set[tuple[str, str]]:
+        frame = load_results(directory, cache=False)
+        result = compare_variants(frame, "variant", arm_a, arm_b, min_effect=min_effect)
+        open_ = result[result["verdict"] == "inconclusive"]
+        return {(str(s), str(c)) for s, c in zip(open_["server"], open_["client"])}
+
+    return undecided
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .campaign import (Campaign, completed_keys, draw_seed, estimate_seconds, plan_order,
+                           plan_runs)
+
+    cfg, testbeds = load_campaign_testbeds(args.config)
+    check_ssh_files(args.config, cfg, testbeds)
+    testbed = testbeds[0]
     if args.resume is not None and not (args.resume / "campaign.json").is_file():
         raise UserError(f"{args.resume}: not a campaign directory (no campaign.json)")
     if args.dry_run:
         seed = draw_seed()
         if args.resume is not None:
-            seed = json.loads((args.resume / "campaign.json").read_text()).get(
-                "plan", {}).get("seed", seed)
-        runs = plan_runs(cfg, seed)
+            try:
+                seed = json.loads((args.resume / "campaign.json").read_text()).get(
+                    "plan", {}).get("seed", seed)
+            except (OSError, ValueError, AttributeError) as exc:
+                raise UserError(f"{args.resume / 'campaign.json'}: cannot resume: {exc}") from None
+        runs = plan_runs(cfg, seed, [t.name for t in testbeds])
         done = completed_keys(args.resume, cfg, runs) if args.resume is not None else set()
         for run in runs:
             note = "" if run.alpn else "  (unsupported: no common protocol)"
@@ -221,21 +262,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   f"alpn={run.alpn or '-'}{note}")
         todo = [r for r in runs if r.key not in done]
         est = estimate_seconds(cfg, todo)
-        order = cfg.sweep.order if cfg.sweep.axes else "sequential"
+        order = plan_order(cfg, len(testbeds))
         seed_note = f", seed {cfg.sweep.seed if cfg.sweep.seed is not None else seed}" \
             if order == "shuffled" else ""
         print(f"{len(runs)} run(s) ({len({r.variant.id for r in runs})} variant(s) x "
               f"{len(cfg.pair_list())} pair(s) x {cfg.repetitions} repetition(s), order "
               f"{order}{seed_note}), {len(todo)} to run; file {format_iec(cfg.file_size)}, "
-              f"testbed {testbed.name}; estimated {est / 60:.1f} min at 1 Gbit/s plus 1 s "
-              f"overhead per run")
+              f"testbed {', '.join(t.name for t in testbeds)}"
+              f"{' (' + cfg.distribute + ')' if len(testbeds) > 1 else ''}; estimated "
+              f"{est / 60 / (len(testbeds) if cfg.distribute == 'spread' else 1):.1f} min at "
+              f"1 Gbit/s plus 1 s overhead per run")
+        if cfg.sweep.adaptive is not None:
+            extra = cfg.sweep.adaptive.max_repetitions - cfg.repetitions
+            print(f"adaptive: up to {max(extra, 0)} more paired round(s) (to "
+                  f"{cfg.sweep.adaptive.max_repetitions} repetitions) for cells whose verdict "
+                  f"stays inconclusive at a {cfg.sweep.adaptive.min_effect:.0%} minimum effect")
         return 0
-    if testbed.local:
-        _ensure_local_testbed()
     results_root = args.results_dir or Path(cfg.results_dir)
     if not results_root.is_absolute() and args.results_dir is None:
         results_root = Path.cwd() / results_root
-    campaign = Campaign(cfg, testbed, results_root, keep_files=args.keep_files or None,
+    if results_root.exists() and not results_root.is_dir():
+        raise UserError(f"{results_root}: the results directory is not a directory")
+    if any(t.local for t in testbeds):
+        _ensure_local_testbed()
+    campaign = Campaign(cfg, testbeds, results_root, keep_files=args.keep_files or None,
                         resume=args.resume)
     if campaign.skipped:
         print(f"resuming {args.resume}: {campaign.skipped} run(s) already stored, "
@@ -248,6 +298,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"  | {line}", file=sys.stderr)
 
     campaign.on_setup_error = setup_failed
+    if cfg.sweep.adaptive is not None:
+        campaign.undecided = _undecided_cells(cfg)
 
     def progress(it: Iterator, total: int) -> Iterator:  # type: ignore[type-arg]
         if args.no_progress:
@@ -263,6 +315,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: nodes cleaned up; stored attempts are kept", file=sys.stderr)
         return 130
+    from .analysis import load_results, summarize  # pandas: only after a run (fast errors)
+
     frame = load_results(result.directory)
     table = summarize(frame)
     print(table.to_string(index=False, na_rep="n/a", float_format=lambda v: f"{v:.1f}"))
@@ -313,5 +367,18 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .cli_report import cmd_report
+
+    return cmd_report(args)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .cli_compare import command
+
+    return command(args)
+
+
 _COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "testbed": _cmd_testbed,
-             "list": _cmd_list, "parse": _cmd_parse, "matrix": _cmd_matrix}
+             "list": _cmd_list, "parse": _cmd_parse, "matrix": _cmd_matrix,
+             "report": _cmd_report, "compare": _cmd_compare}

@@ -8,13 +8,15 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import re
+import shlex
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .implementations import ImplementationMeta, RegistryError, load_registry
+from .implementations import (ImplementationMeta, RegistryError, VariantSpec, load_registry,
+                              resolve)
 from .monitors.specs import MONITOR_SPECS
 from .knobs import Knobs
 from .params import StandardParams
@@ -22,6 +24,7 @@ from .sweep import Sweep, Variant, apply, variants
 from .units import positive_size
 
 DEFAULT_FILE_SIZE = 8 * 2**30
+MAX_FILE_SIZE = 2**50  # 1 PiB: the file lives on the nodes' tmpfs
 MONITORS = tuple(MONITOR_SPECS)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -35,7 +38,7 @@ class ConfigError(Exception):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # .inf: no
 
 
 # --------------------------------------------------------------------------- testbed file ----
@@ -73,6 +76,8 @@ class NodeConfig(_Strict):
         path = PurePosixPath(value)
         if not path.is_absolute() or len(path.parts) < 3:
             raise ValueError(f"must be an absolute path at least two levels deep, got {value!r}")
+        if ".." in path.parts:  # /var/tmp/../.. would put (and later rm -rf) files elsewhere
+            raise ValueError(f"must not contain '..', got {value!r}")
         return str(path)
 
 
@@ -82,12 +87,21 @@ class TestbedConfig(_Strict):
     name: str
     local: bool = False
     nodes: dict[str, NodeConfig]
+    # measurement port on this testbed (default: the campaign's `port`); lets two testbeds that
+    # share hosts measure side by side
+    port: int | None = Field(None, ge=1, le=65535)
+
+    @field_validator("nodes")
+    @classmethod
+    def _roles(cls, nodes: dict[str, NodeConfig]) -> dict[str, NodeConfig]:
+        roles = sorted(n.role for n in nodes.values())
+        if roles != ["client", "server"]:
+            raise ValueError("needs exactly one node with role server and one with role client "
+                             f"(got {', '.join(roles) or 'no node'})")
+        return nodes
 
     @model_validator(mode="after")
-    def _roles(self) -> "TestbedConfig":
-        roles = sorted(n.role for n in self.nodes.values())
-        if roles != ["client", "server"]:
-            raise ValueError("needs exactly one node with role server and one with role client")
+    def _dirs(self) -> "TestbedConfig":
         dirs = [PurePosixPath(d) for n in self.nodes.values() for d in (n.workdir, n.tmpdir)]
         for i, a in enumerate(dirs):
             for b in dirs[i + 1:]:
@@ -133,6 +147,16 @@ class TcpdumpOptions(_Strict):
     filter: str | None = None
     roles: list[Literal["server", "client"]] = ["server", "client"]
 
+    @field_validator("filter")
+    @classmethod
+    def _filter(cls, value: str | None) -> str | None:
+        try:  # monitors.session passes shlex.split(filter) to tcpdump as argv
+            if value is not None and not shlex.split(value):
+                raise ValueError("empty filter (use null for the default)")
+        except ValueError as exc:
+            raise ValueError(f"cannot split filter {value!r}: {exc}") from None
+        return value
+
 
 class MonitorOptions(_Strict):
     """Options of the monitors that have any."""
@@ -145,7 +169,9 @@ class CampaignConfig(_Strict):
     """One measurement campaign."""
 
     name: str
-    testbed: str
+    testbed: str | None = None  # a testbed file, or:
+    testbeds: list[str] = []  # several: runs go to them in parallel, one at a time on each
+    distribute: Literal["spread", "each"] = "spread"  # each: every run on every testbed
     testcase: Literal["goodput"] = "goodput"
     file_size: int = DEFAULT_FILE_SIZE
     repetitions: int = Field(10, ge=1, le=100000)
@@ -167,6 +193,12 @@ class CampaignConfig(_Strict):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     results_dir: str = "results"
     sweep: Sweep = Field(default_factory=Sweep)
+    # implementation variants (other versions, source trees, build options), by name; an
+    # undeclared "<name>@<version>" is that release of <name>
+    implementations: dict[str, VariantSpec] = {}
+    # which implementation plays a name of `pairs`/`servers`/`clients`, e.g.
+    # {quic-go: quic-go@v0.64.0}; sweepable (axis path impl.<name>) for A/B comparisons
+    impl: dict[str, str] = {}
 
     @field_validator("name")
     @classmethod
@@ -178,7 +210,10 @@ class CampaignConfig(_Strict):
     @field_validator("file_size", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int:
-        return positive_size(value)
+        size = positive_size(value)
+        if size > MAX_FILE_SIZE:
+            raise ValueError(f"{value!r} is larger than 1 PiB, the most a node can hold")
+        return size
 
     @field_validator("monitors")
     @classmethod
@@ -192,13 +227,28 @@ class CampaignConfig(_Strict):
     def _has_pairs(self) -> "CampaignConfig":
         if self.pairs is None and (not self.servers or not self.clients):
             raise ValueError("give `servers` and `clients`, or `pairs`")
+        if (self.testbed is None) == (not self.testbeds):
+            raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
         return self
 
-    def pair_list(self) -> list[Pair]:
-        """The pairs to measure: ``pairs`` if given, else servers x clients."""
+    def testbed_files(self) -> list[str]:
+        """The testbed file(s) as written in the config."""
+        return [self.testbed] if self.testbed is not None else list(self.testbeds)
+
+    def written_pairs(self) -> list[Pair]:
+        """The pairs as written: ``pairs`` if given, else servers x clients."""
         if self.pairs is not None:
             return list(self.pairs)
         return [Pair(server=s, client=c) for s in self.servers for c in self.clients]
+
+    def substitute(self, pair: Pair) -> Pair:
+        """The pair with ``impl`` substitutions applied (what actually runs)."""
+        return Pair(server=self.impl.get(pair.server, pair.server),
+                    client=self.impl.get(pair.client, pair.client))
+
+    def pair_list(self) -> list[Pair]:
+        """The pairs to measure, after ``impl`` substitutions."""
+        return [self.substitute(p) for p in self.written_pairs()]
 
     def side_knobs(self, role: str) -> Knobs:
         """The knobs of one node: ``knobs`` overridden by ``<role>_knobs``."""
@@ -224,8 +274,17 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) -> list[str]:
     lines = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    errors = [(err, tuple(p for p in err["loc"]
+                          if not (isinstance(p, str) and p.startswith("function-"))))
+              for err in exc.errors()]
+    # a misspelt required key is one problem: "unknown key 'x' (did you mean 'y'?)" says it all,
+    # so "y: required key is missing" is left out
+    typos = {loc[:-1] + (hint,) for err, loc in errors if err["type"] == "extra_forbidden"
+             for hint in difflib.get_close_matches(str(loc[-1]), _known_keys(model, loc[:-1]),
+                                                   n=1)}
+    for err, loc in errors:
+        if err["type"] == "missing" and loc in typos:
+            continue
         key = _loc(loc)
         if err["type"] == "extra_forbidden":
             known = _known_keys(model, loc[:-1])
@@ -270,11 +329,35 @@ def _model_in(annotation: Any) -> tuple[Any, bool]:
     return None, False
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load that refuses a key given twice in one mapping (YAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: keys may repeat
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # unhashable: SafeLoader itself reports it
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError([f"{path}: file not found"])
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else \
+            (exc.strerror or str(exc)).lower()
+        raise ConfigError([f"{path}: cannot read: {reason}"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -282,7 +365,27 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError([f"{path}{where}: YAML syntax error: {problem}"]) from None
     if not isinstance(data, dict):
         raise ConfigError([f"{path}: (top level): expected a mapping of keys"])
+    nul = _nul_key(data, (), set())
+    if nul is not None:  # ("\0" in YAML): argv and the SSH command line end at a NUL
+        raise ConfigError([f"{path}: {_loc(nul)}: contains a NUL character"])
     return data
+
+
+def _nul_key(data: Any, loc: tuple[Any, ...], seen: set[int]) -> tuple[Any, ...] | None:
+    """Location of the first string (key or value) holding a NUL character, else None."""
+    if isinstance(data, str):
+        return loc if "\0" in data else None
+    if id(data) in seen or not isinstance(data, (dict, list)):
+        return None  # (YAML anchors can make a list contain itself)
+    seen.add(id(data))
+    items = data.items() if isinstance(data, dict) else enumerate(data)
+    for key, value in items:
+        if isinstance(key, str) and "\0" in key:
+            return loc + (key,)
+        found = _nul_key(value, loc + (key,), seen)
+        if found is not None:
+            return found
+    return None
 
 
 def load_testbed(path: Path | str) -> TestbedConfig:
@@ -302,12 +405,35 @@ def _check_implementations(
     known = ", ".join(sorted(registry)) or "none"
 
     def check_name(key: str, name: str, role: str) -> None:
-        if name not in registry:
-            hint = difflib.get_close_matches(name, list(registry), n=1)
+        try:
+            meta = resolve(name, registry, cfg.implementations)
+        except KeyError as exc:
+            base = str(exc.args[0])
+            hint = difflib.get_close_matches(base, list(registry), n=1)
             did = f"; did you mean {hint[0]!r}?" if hint else ""
-            errors.append(f"{source}: {key}: unknown implementation {name!r} (known: {known}{did})")
-        elif role not in registry[name].roles:
+            errors.append(f"{source}: {key}: unknown implementation {base!r} (known: {known}{did})")
+            return
+        except ValueError as exc:
+            errors.append(f"{source}: {key}: {name}: {exc}")
+            return
+        if role not in meta.roles:
             errors.append(f"{source}: {key}: implementation {name!r} has no {role} role")
+
+    for name, spec in cfg.implementations.items():
+        where = f"implementations.{name}"
+        if name in registry:
+            errors.append(f"{source}: {where}: {name!r} is a registry implementation; give the "
+                          "variant another name (e.g. <name>@<label>)")
+            continue
+        check_name(where, name, "server" if "server" in getattr(
+            registry.get(spec.base), "roles", ["server"]) else "client")
+        if spec.source is not None:
+            src = Path(spec.source).expanduser()
+            if not src.is_dir():
+                errors.append(f"{source}: {where}.source: not a directory: {src}")
+    for written, name in cfg.impl.items():
+        check_name(f"impl.{written}", name, "server" if any(
+            p.server == written for p in cfg.written_pairs()) else "client")
 
     for i, name in enumerate(cfg.servers):
         check_name(f"servers[{i}]", name, "server")
@@ -319,10 +445,11 @@ def _check_implementations(
     for side in ("server", "client"):
         for impl, params in getattr(cfg, f"{side}_params").items():
             base = f"{side}_params.{impl}"
-            if impl not in registry:
+            try:
+                specs = resolve(impl, registry, cfg.implementations).parameters
+            except (KeyError, ValueError):
                 check_name(base, impl, side)
                 continue
-            specs = registry[impl].parameters
             for key, value in (params or {}).items():
                 if key not in specs:
                     names = ", ".join(sorted(specs)) or "none"
@@ -367,10 +494,16 @@ def variant_configs(cfg: CampaignConfig) -> list[tuple[Variant, CampaignConfig]]
 
 
 def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
-    """Read and validate a campaign file and the testbed file it names.
+    """Read and validate a campaign file and its (first) testbed file.
 
     The testbed path is resolved relative to the campaign file. Raises ConfigError.
     """
+    cfg, testbeds = load_campaign_testbeds(path)
+    return cfg, testbeds[0]
+
+
+def load_campaign_testbeds(path: Path | str) -> tuple[CampaignConfig, list[TestbedConfig]]:
+    """Read and validate a campaign file and every testbed file it names."""
     path = Path(path)
     data = _read_yaml(path)
     try:
@@ -383,15 +516,52 @@ def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
         raise ConfigError([str(exc)]) from None
     errors = _check_implementations(str(path), cfg, registry)
     errors += _check_sweep(str(path), data, cfg, registry)
-    testbed_path = resolve_testbed_path(path, cfg)
-    if not testbed_path.is_file():
-        errors.append(f"{path}: testbed: file not found: {testbed_path}")
+    key = "testbed" if cfg.testbed is not None else "testbeds"
+    paths = [resolve_testbed_path(path, f) for f in cfg.testbed_files()]
+    for i, testbed_path in enumerate(paths):
+        where = key if key == "testbed" else f"testbeds[{i}]"
+        if not testbed_path.is_file():
+            errors.append(f"{path}: {where}: file not found: {testbed_path}")
     if errors:
         raise ConfigError(errors)
-    return cfg, load_testbed(testbed_path)
+    testbeds = [load_testbed(p) for p in paths]
+    names = [t.name for t in testbeds]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        errors.append(f"{path}: testbeds: two testbeds are named {name!r}")
+    if len(testbeds) > 1 and sum(t.local for t in testbeds) > 1 and any(
+            v.side_knobs(r).rmem or v.side_knobs(r).wmem
+            for _, v in variant_configs(cfg) for r in ("server", "client")):
+        errors.append(f"{path}: testbeds: local testbeds share the host's net.core sysctls, so "
+                      "rmem/wmem knobs cannot be used with more than one of them")
+    if errors:
+        raise ConfigError(errors)
+    return cfg, testbeds
 
 
-def resolve_testbed_path(config_path: Path, cfg: CampaignConfig) -> Path:
-    """Path of the campaign's testbed file (relative paths are relative to the config)."""
-    candidate = Path(cfg.testbed).expanduser()
+def resolve_testbed_path(config_path: Path, testbed_file: str) -> Path:
+    """Path of a testbed file named in a campaign (relative paths: relative to the config)."""
+    candidate = Path(testbed_file).expanduser()
     return candidate if candidate.is_absolute() else (config_path.parent / candidate)
+
+
+def check_ssh_files(config_path: Path, cfg: CampaignConfig,
+                    testbeds: list[TestbedConfig]) -> None:
+    """Raise ConfigError naming every SSH key / known_hosts file of a real-host testbed that is
+    missing on this machine (a local testbed creates its own with `testbed up`)."""
+    errors: list[str] = []
+    for file, testbed in zip(cfg.testbed_files(), testbeds):
+        if testbed.local:
+            continue
+        source = resolve_testbed_path(config_path, file)
+        for name, node in testbed.nodes.items():
+            ssh: SSHConfig | None = node.ssh
+            where = f"nodes.{name}.ssh"
+            while ssh is not None:
+                for key in ("key", "known_hosts"):
+                    value = getattr(ssh, key)
+                    if value is not None and not Path(value).expanduser().is_file():
+                        errors.append(f"{source}: {where}.{key}: file not found: "
+                                      f"{Path(value).expanduser()}")
+                ssh, where = ssh.jump, where + ".jump"
+    if errors:
+        raise ConfigError(errors)

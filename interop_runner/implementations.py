@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,34 @@ class ParameterSpec(BaseModel):
         return value
 
 
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+VARIANT_KINDS = ("version", "source", "build_env")
+
+
+class VariantSpec(BaseModel):
+    """An implementation built differently from its pinned default (issue: A/B comparisons).
+
+    ``version``: another release of the library (fetched from the registry into the build
+    caches); ``source``: a local source tree of the library (optionally exported at
+    ``commit``); ``build_env``: environment variables for the build (build options).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    base: str
+    version: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+    source: str | None = None
+    commit: str | None = Field(None, pattern=r"^[0-9a-fA-F]{7,40}$")
+    build_env: dict[str, str] = {}
+
+    def kinds(self) -> list[str]:
+        """Which variant kinds this spec uses (``version``, ``source``, ``build_env``)."""
+        return [k for k in VARIANT_KINDS if getattr(self, k)]
+
+    def check_env_names(self) -> list[str]:
+        """Names in ``build_env`` that are not plain environment variable names."""
+        return [k for k in self.build_env if not _ENV_NAME.match(k) or k.startswith("QIR_")]
+
+
 class ImplementationMeta(BaseModel):
     """Contents of ``meta.yml`` plus where the implementation lives."""
 
@@ -62,7 +91,17 @@ class ImplementationMeta(BaseModel):
     parameters: dict[str, ParameterSpec] = {}
     supports: Supports = Supports()
     description: str = ""
+    # which variant kinds its setup can build (see VariantSpec)
+    variants: list[Literal["version", "source", "build_env"]] = []
     path: Path = Path()
+    # set on variants: the folder name it is built from and how it differs
+    base: str | None = None
+    variant: VariantSpec | None = None
+
+    @property
+    def folder(self) -> str:
+        """The ``implementations/<folder>`` its scripts come from."""
+        return self.base or self.name
 
     def has_script(self, script: str) -> bool:
         """True when the implementation ships the given script."""
@@ -100,6 +139,39 @@ def load_registry(root: Path = IMPLEMENTATIONS_DIR) -> dict[str, ImplementationM
             raise RegistryError(f"{meta_file}: name {meta.name!r} differs from its folder name")
         registry[meta.name] = meta
     return registry
+
+
+VARIANT_SEP = "@"
+
+
+def resolve(name: str, registry: dict[str, ImplementationMeta],
+            declared: dict[str, VariantSpec] | None = None) -> ImplementationMeta:
+    """The implementation a campaign names: a registry entry or a variant of one.
+
+    ``declared`` are the campaign's ``implementations:`` entries; an undeclared
+    ``<name>@<version>`` means that release of ``<name>``. Raises KeyError (unknown base) or
+    ValueError (the base cannot build that kind of variant) with a short reason.
+    """
+    if name in registry:
+        return registry[name]
+    spec = (declared or {}).get(name)
+    if spec is None and VARIANT_SEP in name:
+        base, _, version = name.partition(VARIANT_SEP)
+        spec = VariantSpec(base=base, version=version or None)
+    if spec is None or spec.base not in registry:
+        raise KeyError(name if spec is None else spec.base)
+    base_meta = registry[spec.base]
+    unsupported = [k for k in spec.kinds() if k not in base_meta.variants]
+    if unsupported:
+        raise ValueError(f"{spec.base} cannot build {', '.join(unsupported)} variants (its "
+                         f"meta.yml allows: {', '.join(base_meta.variants) or 'none'})")
+    if not spec.kinds():
+        raise ValueError("a variant needs a version, source or build_env")
+    bad = spec.check_env_names()
+    if bad:
+        raise ValueError(f"build_env: not an environment variable name: {', '.join(bad)}")
+    return base_meta.model_copy(update={"name": name, "base": spec.base, "variant": spec,
+                                        "version": spec.version or base_meta.version})
 
 
 def common_alpn(server: ImplementationMeta, client: ImplementationMeta) -> str | None:

@@ -136,13 +136,46 @@ class Node:
         self.facts = summarize_facts(sections)
         return self.facts
 
-    def install(self, meta: ImplementationMeta, timeout: float) -> str | None:
-        """Upload an implementation, run its ``setup`` (cached by the script), return version."""
+    def setup_dir_for(self, meta: ImplementationMeta) -> str:
+        """SETUP_DIR of an implementation: shared, or a variant's own (its own build cache)."""
+        if meta.variant is None:
+            return self.setup_dir
+        return f"{self.cfg.workdir}/setup-variants/{meta.name}"
+
+    def variant_env(self, meta: ImplementationMeta, source_label: str | None = None
+                    ) -> dict[str, str]:
+        """What a variant's ``setup``/``version`` scripts get besides the contract."""
+        spec = meta.variant
+        if spec is None:
+            return {}
+        env = dict(spec.build_env)
+        if spec.version:
+            env["QIR_VARIANT_VERSION"] = spec.version
+        if spec.source:
+            env["QIR_VARIANT_SOURCE"] = f"{self.impl_dir(meta.name)}/variant-src"
+            env["QIR_VARIANT_SOURCE_ID"] = source_label or "source"
+        return env
+
+    def install(self, meta: ImplementationMeta, timeout: float, source: Path | None = None,
+                source_label: str | None = None) -> str | None:
+        """Upload an implementation, run its ``setup`` (cached by the script), return version.
+
+        A variant gets its own folder and SETUP_DIR; ``source`` (a tar of the library's source
+        tree) is unpacked to ``<impl dir>/variant-src``.
+        """
         target = self.impl_dir(meta.name)
         self.run(["rm", "-rf", target])
         self.executor.put_dir(meta.path, target)
-        env = {"ROLE": self.cfg.role, "SETUP_DIR": self.setup_dir}
-        self.run(["mkdir", "-p", self.setup_dir])
+        if source is not None:
+            self.run(["mkdir", "-p", f"{target}/variant-src"])
+            self.executor.put(source, f"{target}/variant-src.tar")
+            self.run(["tar", "-xf", f"{target}/variant-src.tar", "-C", f"{target}/variant-src"],
+                     timeout=600)
+            self.run(["rm", "-f", f"{target}/variant-src.tar"])
+        setup_dir = self.setup_dir_for(meta)
+        env = {"ROLE": self.cfg.role, "SETUP_DIR": setup_dir,
+               **self.variant_env(meta, source_label)}
+        self.run(["mkdir", "-p", setup_dir])
         try:
             self.run([f"{target}/setup"], timeout=timeout, env=env, cwd=target)
         except CommandFailed as exc:
@@ -161,7 +194,7 @@ class Node:
     def script_env(self, meta: ImplementationMeta, base: Mapping[str, str],
                    params: Mapping[str, object]) -> dict[str, str]:
         """Contract environment for one script call on this node."""
-        return {**base, "ROLE": self.cfg.role, "SETUP_DIR": self.setup_dir,
+        return {**base, "ROLE": self.cfg.role, "SETUP_DIR": self.setup_dir_for(meta),
                 **meta.param_env(dict(params))}
 
     def generate_file(self, name: str, size: int, timeout: float) -> str:

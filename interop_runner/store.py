@@ -71,6 +71,11 @@ class RunRecord:
     # sweep: the variant's id ("" without axes) and its axis values (label -> value)
     variant: str = ""
     axes: dict[str, Any] = field(default_factory=dict)
+    # the nodes' main host facts (hostname, CPU, kernel, NIC), for comparisons across testbeds
+    hosts: dict[str, Any] = field(default_factory=dict)
+    # the pair as written in the campaign ({"server", "client"}); differs from the sides'
+    # implementations when `impl` substitutes a variant (A/B comparisons group by it)
+    cell: dict[str, str] | None = None
     # host knobs per node: {"server": {"before", "applied", "after", "notes", "pin"}, ...}
     knobs: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: resume runs this repetition again

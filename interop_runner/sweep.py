@@ -14,14 +14,14 @@ import itertools
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Callable, Hashable, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Settings that may differ between the runs of one campaign (the file, monitors and nodes are
 # prepared once per campaign, so file_size and monitors are not among them).
 SWEEPABLE_ROOTS = ("params", "knobs", "server_knobs", "client_knobs", "server_params",
-                   "client_params", "keylog", "qlog")
+                   "client_params", "keylog", "qlog", "impl")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
@@ -48,13 +48,33 @@ class Axis(BaseModel):
         return self.name or self.path.rsplit(".", 1)[-1]
 
 
+class Adaptive(BaseModel):
+    """Add repetition rounds to the cells whose A/B verdict is still undecided, up to a cap."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max_repetitions: int = Field(ge=2, le=1000)
+    min_effect: float = Field(0.02, gt=0, lt=1)  # relative goodput change that matters
+
+
 class Sweep(BaseModel):
     """The ``sweep:`` block of a campaign."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     axes: list[Axis] = []
-    order: Literal["shuffled", "sequential"] = "shuffled"
+    # paired: per pair and repetition all variants back to back in a random order (with two
+    # variants: A/B runs alternate, each pair's order drawn from the seed)
+    order: Literal["shuffled", "sequential", "paired"] = "shuffled"
     seed: int | None = None  # None: drawn at run time and recorded in campaign.json
+    adaptive: Adaptive | None = None
+
+    @model_validator(mode="after")
+    def _adaptive_needs_ab(self) -> "Sweep":
+        if self.adaptive is not None:
+            two = [a for a in self.axes if len(a.values) == 2]
+            if self.order != "paired" or len(two) != 1 or len(self.axes) != 1:
+                raise ValueError("adaptive needs order: paired and exactly one axis with two "
+                                 "values (the A/B axis)")
+        return self
 
 
 @dataclass(frozen=True)
@@ -114,18 +134,33 @@ def _copy(value: Any) -> Any:
 T = TypeVar("T")
 
 
-def order_runs(units: list[T], repetitions: int, order: str, seed: int) -> list[tuple[int, T]]:
+def order_runs(units: list[T], repetitions: int, order: str, seed: int,
+               group: Callable[[T], Hashable] | None = None) -> list[tuple[int, T]]:
     """(repetition, unit) in run order; a unit is one (variant, pair) combination.
 
     ``shuffled``: repetition 1 of every unit in a shuffled order, then repetition 2 in another
     shuffled order, ... (the seed fixes all of it). ``sequential``: unit by unit, repetitions
-    back to back.
+    back to back. ``paired``: per repetition the groups (``group(unit)``, e.g. the pair) in a
+    shuffled order, and within a group its units (the variants) back to back in an order
+    drawn anew each time: with two variants ABBA-style alternation, so drift of the host hits
+    both alike.
     """
     if order == "sequential":
         return [(rep, unit) for unit in units for rep in range(1, repetitions + 1)]
     rng = random.Random(seed)
     out: list[tuple[int, T]] = []
     for rep in range(1, repetitions + 1):
+        if order == "paired" and group is not None:
+            groups: dict[Hashable, list[T]] = {}
+            for unit in units:
+                groups.setdefault(group(unit), []).append(unit)
+            blocks = list(groups.values())
+            rng.shuffle(blocks)
+            for block in blocks:
+                block = list(block)
+                rng.shuffle(block)
+                out += [(rep, unit) for unit in block]
+            continue
         batch = list(units)
         rng.shuffle(batch)
         out += [(rep, unit) for unit in batch]

@@ -8,7 +8,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
           coreutils openssl python3 python3-venv git shellcheck ca-certificates
-          sysstat linux-perf tcpdump ifstat hwloc-nox zstd iptables iputils-ping)
+          sysstat linux-perf tcpdump ifstat hwloc-nox zstd iptables iputils-ping
+          chromium chromium-driver fonts-dejavu-core)
 GO_MIN_MINOR=26
 
 log() { printf '[install] %s\n' "$*" >&2; }
@@ -69,6 +70,22 @@ log "Go modules for implementations (offline builds on the nodes)"
 for gomod in "$ROOT"/implementations/*/go.mod; do
   [[ -e $gomod ]] || continue
   (cd "$(dirname "$gomod")" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$go_bin" mod download)
+done
+# Other releases of Go implementations, for variants (implementations/<name>/variant-versions).
+for list in "$ROOT"/implementations/*/variant-versions; do
+  impl_dir=$(dirname "$list")
+  [[ -e $list && -e $impl_dir/go.mod ]] || continue
+  while read -r module version _; do
+    [[ -n $module && $module != \#* ]] || continue
+    cached=$("$go_bin" env GOMODCACHE)/cache/download/$module/@v/$version.zip
+    [[ -e $cached ]] && continue
+    log "Go module $module@$version (variant builds)"
+    tmp=$(mktemp -d)
+    cp -r "$impl_dir"/. "$tmp/"
+    (cd "$tmp" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$go_bin" get "$module@$version" &&
+      GOTOOLCHAIN=local GOFLAGS=-mod=mod "$go_bin" list -deps ./... >/dev/null)
+    rm -rf "$tmp"
+  done <"$list"
 done
 cargo_bin=$(command -v cargo || true)
 [[ -n $cargo_bin ]] || cargo_bin=$HOME/.cargo/bin/cargo

@@ -234,3 +234,104 @@ server_knobs: {delay: 10ms}
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert lines[-1].startswith("error: ") and "netem" in lines[-1]
     assert "Traceback" not in proc.stderr
+
+
+def second_testbed(tmp_path: Path) -> Path:
+    """A second testbed on the same two namespaces: own name, directories and port."""
+    from .conftest import TESTBED_FILE
+
+    text = (TESTBED_FILE.read_text().replace("name: local", "name: local-b")
+            .replace("/var/tmp/qir/", "/var/tmp/qir-b/").replace("/dev/shm/qir-", "/dev/shm/qirb-"))
+    path = tmp_path / "local-b.yml"
+    path.write_text(text + "port: 4461\n")
+    return path
+
+
+@pytest.mark.usefixtures("local_testbed")
+@pytest.mark.parametrize("distribute", ["each", "spread"])  # each first: both prepared once
+def test_runs_spread_over_two_testbeds(tmp_path, local_testbed, distribute):
+    from .conftest import TESTBED_FILE
+
+    cfg_path = tmp_path / "c.yml"
+    cfg_path.write_text(f"""name: two
+testbeds: [{TESTBED_FILE}, {second_testbed(tmp_path)}]
+distribute: {distribute}
+file_size: 8MiB
+repetitions: {4 if distribute == "each" else 8}
+port: 4460
+pairs: [{{server: quic-go, client: quic-go}}]
+""")
+    dry = run_cli("run", str(cfg_path), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    total = 8
+    assert f"{total} run(s)" in dry.stdout and "testbed local, local-b" in dry.stdout
+    proc = run_cli("run", str(cfg_path), "--results-dir", str(tmp_path / "results"),
+                   "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (camp,) = (tmp_path / "results").iterdir()
+    records = [read_run(p) for p in iter_run_files(camp)]
+    assert len(records) == total and all(r["status"] == "ok" for r in records)
+    used = sorted(r["testbed"] for r in records)
+    # both testbeds measured (with spread, whichever is free takes the next run)
+    assert set(used) == {"local", "local-b"}
+    for rec in records:
+        assert rec["hosts"]["server"]["hostname"] and rec["hosts"]["client"]["kernel"]
+    keys = {(r["variant"], r["repetition"]) for r in records}
+    assert len(keys) == total  # each run once
+    if distribute == "each":
+        assert used == ["local"] * 4 + ["local-b"] * 4
+        assert all(r["axes"]["testbed"] == r["testbed"] for r in records)
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"] == "finished" and set(meta["testbed_files"]) == {"local", "local-b"}
+    for name in ("local", "local-b"):
+        part = json.loads((camp / f"testbed-{name}.json").read_text())
+        assert part["status"] == "finished" and part["hosts"]["server"]["kernel"]
+    from interop_runner.analysis import load_results
+
+    df = load_results(camp)
+    assert sorted(df["testbed"]) == used and (df["status"] == "ok").all()
+    assert_nodes_clean(local_testbed)
+    if distribute == "spread":
+        for d in ("/var/tmp/qir-b", "/dev/shm/qirb-server", "/dev/shm/qirb-client"):
+            subprocess.run(["rm", "-rf", d], check=False)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_ctrl_c_stops_every_testbed_worker(tmp_path, local_testbed):
+    from .conftest import TESTBED_FILE, namespace_pids
+
+    cfg_path = tmp_path / "c.yml"
+    cfg_path.write_text(f"""name: two-int
+testbeds: [{TESTBED_FILE}, {second_testbed(tmp_path)}]
+file_size: 1GiB
+repetitions: 4
+port: 4460
+pairs: [{{server: quic-go, client: quic-go}}]
+""")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "run", str(cfg_path),
+                             "--results-dir", str(tmp_path / "results"), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=default_sigint)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # both testbeds transferring
+        cmds = [Path(f"/proc/{p}/cmdline").read_bytes() for p in namespace_pids("qir-client")
+                if Path(f"/proc/{p}").exists()]
+        if sum(b"quic-go/bin/client" in c for c in cmds) >= 2:
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    else:
+        pytest.fail("the two clients never ran at the same time")
+    proc.send_signal(signal.SIGINT)  # to the main process only: it passes it on
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert_nodes_clean(local_testbed)
+    for d in ("/dev/shm/qirb-server", "/dev/shm/qirb-client"):
+        assert not Path(d).exists() or not list(Path(d).iterdir())
+    (camp,) = (tmp_path / "results").iterdir()
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"] == "interrupted"
+    records = [read_run(p) for p in iter_run_files(camp)]
+    assert records and all(r["interrupted"] for r in records if r["status"] != "ok")
+    subprocess.run(["rm", "-rf", "/var/tmp/qir-b"], check=False)

@@ -77,7 +77,9 @@ def test_missing_name_and_testbed(tmp_path):
     path = write(tmp_path / "c.yml", "servers: [quic-go]\nclients: [quic-go]\n")
     lines = errors_of(path)
     assert f"{path}: name: required key is missing" in lines
-    assert f"{path}: testbed: required key is missing" in lines
+    path = write(tmp_path / "d.yml", "name: d\nservers: [quic-go]\nclients: [quic-go]\n")
+    assert errors_of(path) == [f"{path}: (top level): give either `testbed` (one file) or "
+                               "`testbeds` (a list of files)"]
 
 
 def test_testbed_file_missing(tmp_path):

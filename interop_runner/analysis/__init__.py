@@ -1,10 +1,35 @@
 """Analysis of stored results: DataFrames and summaries. Never runs commands or opens SSH."""
 
+from .compare import (compare, compare_campaigns, compare_variants, facts_differences,
+                      forest_plot, plan)
 from .diagnosis import add_bottleneck, diagnose
 from .matrix import goodput_matrix, plot_matrix, status_matrix
+from .qir10g import is_qir10g_tree, load_qir10g, load_qir10g_perf_categories
 from .results import COLUMNS, load_results, summarize
 from .series import (load_core_usage, load_cpu_series, load_interface_rates, load_nic_queues,
                      load_perf_categories)
+from .stats import bootstrap_median_ci, cell_stats, flag_outliers, knee
 
-__all__ = ["COLUMNS", "add_bottleneck", "diagnose", "goodput_matrix", "plot_matrix", "status_matrix", "load_core_usage", "load_cpu_series",
-           "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results", "summarize"]
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
+if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with load_results
+    from .views import (bottlenecks, buffer_sweep, crypto, goodput_over_time, hardware,
+                        interop_heatmap, offloads, perf_categories, pinning)
+
+_VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
+          "interop_heatmap", "offloads", "perf_categories", "pinning")
+
+
+def __getattr__(name: str) -> _Any:
+    """The view functions of :mod:`.views`, imported when first used."""
+    if name in _VIEWS:
+        from . import views
+        return getattr(views, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["compare", "compare_campaigns", "compare_variants", "facts_differences",
+           "forest_plot", "plan", "COLUMNS", "add_bottleneck", "diagnose", "goodput_matrix", "plot_matrix", "status_matrix", "load_core_usage", "load_cpu_series",
+           "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results", "summarize",
+           "is_qir10g_tree", "load_qir10g", "load_qir10g_perf_categories",
+           "bootstrap_median_ci", "cell_stats", "flag_outliers", "knee", *_VIEWS]

@@ -64,6 +64,10 @@ COLUMNS: dict[str, Any] = {
     "variant": "string",  # sweep variant id
     "axes": "string",  # its axis values as JSON; load_results adds them as columns axis_<name>
     "client_negotiated_cc": "string",
+    # the pair as written in the campaign: equals server/client unless `impl` substituted a
+    # variant (A/B campaigns compare the variants of one cell)
+    "cell_server": "string",
+    "cell_client": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",
@@ -76,7 +80,17 @@ CACHE_VERSION = 3
 PARALLEL_MIN = 200  # attempts; below this a process pool costs more than it saves
 
 
+def _read_hosts(path: Path) -> dict[str, Any]:
+    try:
+        hosts: dict[str, Any] = json.loads(path.read_text()).get("hosts", {})
+        return hosts
+    except (OSError, ValueError):
+        return {}
+
+
 def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, Any]:
+    if "by_testbed" in hosts:
+        hosts = hosts["by_testbed"].get(data.get("testbed"), {})
     server, client = data.get("server", {}), data.get("client", {})
     row = {k: data.get(k) for k in COLUMNS}
     row.update(
@@ -91,6 +105,9 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
         row[key] = (data.get("params") or {}).get(key)
     row["wire_cipher"] = (data.get("handshake") or {}).get("selected")
     row["variant"] = data.get("variant") or None
+    cell = data.get("cell") or {}
+    row["cell_server"] = cell.get("server") or row["server"]
+    row["cell_client"] = cell.get("client") or row["client"]
     row["axes"] = json.dumps(data["axes"], sort_keys=True) if data.get("axes") else None
     for role, side in (("server", server), ("client", client)):
         row[f"{role}_cc"] = (side.get("effective") or {}).get("congestion_control")
@@ -209,7 +226,11 @@ def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
         except (OSError, ValueError):
             pass
     try:
-        hosts = json.loads((campaign_dir / "campaign.json").read_text()).get("hosts", {})
+        meta = json.loads((campaign_dir / "campaign.json").read_text())
+        hosts = meta.get("hosts", {})
+        if meta.get("testbed_files"):  # several testbeds: facts per testbed, chosen per row
+            hosts = {"by_testbed": {name: _read_hosts(campaign_dir / file)
+                                    for name, file in meta["testbed_files"].items()}}
     except (OSError, ValueError):
         hosts = {}
     files = [p for p in iter_run_files(campaign_dir) if CACHE_DIR not in p.parts]
@@ -239,6 +260,12 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
         root = Path(root)
         if not root.exists():
             raise FileNotFoundError(f"{root}: no such results directory")
+        if not (root / "campaign.json").is_file():  # a predecessor (QIR 10G) tree: docs/qir10g.md
+            from .qir10g import find_qir10g_experiments, load_qir10g
+            if find_qir10g_experiments(root):
+                frames.append(load_qir10g(root))
+                if not any((d / "campaign.json").is_file() for d in root.iterdir()):
+                    continue
         # A campaign directory, or a results directory holding campaigns; anything else is
         # searched for loose run.json files (no cache). No tree walk on the cached path.
         if (root / "campaign.json").is_file():
