@@ -553,7 +553,7 @@ class Campaign:
                 file_size=cfg.file_size, file_sha256=prepared.file_sha256,
                 client_timeout=cfg.client_timeout(),
                 server_ready_timeout=cfg.timeouts.server_ready,
-                keylog=vcfg.keylog or "tcpdump" in cfg.monitors,
+                keylog=vcfg.keylog,  # key logs only when asked: nothing else reads them
                 qlog=vcfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
                 std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
                 server_knobs=vcfg.side_knobs("server"), client_knobs=vcfg.side_knobs("client"),

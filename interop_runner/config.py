@@ -52,6 +52,9 @@ class SSHConfig(_Strict):
     known_hosts: str | None = None
     jump: "SSHConfig | None" = None
     connect_timeout: float = Field(10.0, gt=0)
+    # an unknown host key is refused unless this is set: then it is trusted on first use,
+    # appended to `known_hosts` and recorded in campaign.json; a changed key is always refused
+    trust_on_first_use: bool = False
 
 
 class NodeConfig(_Strict):
@@ -190,6 +193,8 @@ class CampaignConfig(_Strict):
     keylog: bool = False
     qlog: bool = False
     keep_files: bool = False
+    # a failed or timed-out attempt: record it and go on, or record it and stop the campaign
+    on_error: Literal["continue", "stop"] = "continue"
     timeouts: Timeouts = Field(default_factory=Timeouts)
     results_dir: str = "results"
     sweep: Sweep = Field(default_factory=Sweep)
@@ -559,6 +564,8 @@ def check_ssh_files(config_path: Path, cfg: CampaignConfig,
             while ssh is not None:
                 for key in ("key", "known_hosts"):
                     value = getattr(ssh, key)
+                    if key == "known_hosts" and ssh.trust_on_first_use:
+                        continue  # created on first use
                     if value is not None and not Path(value).expanduser().is_file():
                         errors.append(f"{source}: {where}.{key}: file not found: "
                                       f"{Path(value).expanduser()}")

@@ -12,10 +12,17 @@ Both executors share one interface (modelled on invoke's Runner/Result/Unexpecte
 
 Commands are argv lists. On SSH they are quoted with :func:`shlex.join`, so no config value is
 ever interpreted by a shell.
+
+Host keys are checked against the target's ``known_hosts`` file: an unknown key is refused
+(:class:`ConnectError`) unless the target trusts on first use, which appends the key to that
+file and records it in :attr:`SSHExecutor.trusted_host_keys`; a key that differs from the known
+one is always refused (:class:`HostKeyError`). Files fetched with ``get`` are private (0600).
 """
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import select
 import shlex
@@ -27,7 +34,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import BinaryIO, Mapping, Sequence
 
 import paramiko
 
@@ -68,6 +75,32 @@ _STOP = _GROUP_ALIVE + (
     '  rm -f "$f.tmp"; cat "$f" 2>/dev/null || echo -; done'
 )
 _ALIVE = _GROUP_ALIVE + 'pg=$0; alive'
+# Process journal (``Executor.proc_journal``): one line "<pgid> <start time> <tag> <token>" per
+# process group the runner starts and has not stopped yet, so a later session can kill what a
+# killed runner left behind, and only that: the group leader's start time (field 22 of
+# /proc/<pid>/stat) must still match, else the number belongs to another process now.
+_STARTTIME = ('st() { s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0; s=${s##*) }; '
+              'set -- $s; echo "${20}"; }; ')
+_BG_LAUNCH_JOURNAL = _STARTTIME + (
+    'j=$1; t=$2; shift 2; rm -f "$1"; mkdir -p "${j%/*}"; '
+    'setsid sh -c "$0" "$@" </dev/null >/dev/null 2>&1 & p=$!; '
+    'echo "$p $(st $p) $t bg" >>"$j"; echo $p'
+)
+_TRACK = _STARTTIME + (
+    'j=$0; t=$1; k=$2; shift 2; read -r _ _ _ _ pg _ </proc/$$/stat; mkdir -p "${j%/*}"; '
+    'echo "$pg $(st "$pg") $t $k" >>"$j"; exec "$@"'
+)
+_FORGET = ('j=$0; [ -f "$j" ] || exit 0; grep -v "$@" "$j" >"$j.tmp"; '
+           'if [ -s "$j.tmp" ]; then mv "$j.tmp" "$j"; else rm -f "$j.tmp" "$j"; fi')
+_REAP = _GROUP_ALIVE + _STARTTIME + (
+    'j=$0; [ -s "$j" ] || { rm -f "$j"; exit 0; }; '
+    'while read -r pg s t k; do '
+    '  [ -n "$pg" ] || continue; cur=$(st "$pg"); '
+    '  if [ -n "$cur" ] && [ "$cur" != "$s" ]; then continue; fi; '
+    '  alive || continue; kill -KILL -- "-$pg" 2>/dev/null; n=0; '
+    '  while alive && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done; echo "$pg $t"; '
+    'done <"$j"; rm -f "$j"'
+)
 _WAIT = 'while [ ! -e "$0" ]; do sleep 0.01; done; cat "$0"'
 
 
@@ -116,6 +149,13 @@ class ConnectError(ExecutorError):
     """A node could not be reached or authenticated."""
 
 
+class HostKeyError(ConnectError):
+    """A node offered a host key that differs from the one in known_hosts (always refused)."""
+
+
+_log = logging.getLogger(__name__)
+
+
 @dataclass
 class Background:
     """A process started with :meth:`Executor.start`, identified by its process group."""
@@ -148,6 +188,10 @@ class Executor(ABC):
     """Runs commands and moves files on one node."""
 
     name: str
+    # the node's process journal (see _TRACK) and the tag its lines carry (the campaign id);
+    # None: nothing is journaled
+    proc_journal: str | None = None
+    proc_tag: str = "-"
 
     # -- primitives implemented per transport -------------------------------------------------
     @abstractmethod
@@ -160,7 +204,7 @@ class Executor(ABC):
 
     @abstractmethod
     def get(self, remote: str, local: Path | str) -> None:
-        """Copy a file from the node to a local path."""
+        """Copy a file from the node to a local path, readable by this user only (0600)."""
 
     @abstractmethod
     def write_bytes(self, remote: str, data: bytes, mode: int = 0o644) -> None:
@@ -183,10 +227,23 @@ class Executor(ABC):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         check: bool = True,
+        track: bool = False,
     ) -> Result:
-        """Run ``argv`` in the foreground with a timeout (seconds)."""
+        """Run ``argv`` in the foreground with a timeout (seconds).
+
+        ``track``: note its process group in the process journal while it runs (for long
+        commands, so a later session can kill it if this runner dies meanwhile).
+        """
         full = _full_argv(argv, env, cwd)
-        code, out, err, dur = self._exec(full, timeout)
+        if track and self.proc_journal:
+            token = os.urandom(6).hex()
+            try:
+                code, out, err, dur = self._exec(
+                    ["sh", "-c", _TRACK, self.proc_journal, self.proc_tag, token, *full], timeout)
+            finally:
+                self._forget([f" {token}$"])
+        else:
+            code, out, err, dur = self._exec(full, timeout)
         result = Result(self.name, tuple(str(a) for a in argv), code, out, err, dur)
         if check and code != 0:
             raise CommandFailed(result)
@@ -205,8 +262,10 @@ class Executor(ABC):
         """Start ``argv`` in a new session on the node; its output goes to the given files."""
         full = _full_argv(argv, env, cwd)
         exit_file = stdout + ".exit"
+        journal = [self.proc_journal, self.proc_tag] if self.proc_journal else []
         res = self.run(
-            ["sh", "-c", _BG_LAUNCH, _BG_BODY, exit_file, stdout, stderr, *full],
+            ["sh", "-c", _BG_LAUNCH_JOURNAL if journal else _BG_LAUNCH, _BG_BODY, *journal,
+             exit_file, stdout, stderr, *full],
             timeout=timeout,
         )
         try:
@@ -252,7 +311,35 @@ class Executor(ABC):
         for proc, code in zip(procs, codes):
             if proc.exit_code is None and code.lstrip("-").isdigit():
                 proc.exit_code = int(code)
+        self._forget([f"^{p.pgid} " for p in procs])
         return [p.exit_code for p in procs]
+
+    def _forget(self, patterns: Sequence[str]) -> None:
+        """Drop the process journal lines matching any of ``patterns`` (best effort)."""
+        if not self.proc_journal or not patterns:
+            return
+        args = [a for pat in patterns for a in ("-e", pat)]
+        try:
+            self._exec(["sh", "-c", _FORGET, self.proc_journal, *args], 30)
+        except ExecutorError:
+            pass
+
+    def reap_journal(self, timeout: float = 60.0) -> list[tuple[int, str]]:
+        """Kill the process groups an earlier session journaled and never stopped.
+
+        Only groups still provably the same (leader's start time unchanged, or the leader gone
+        while members live on, which keeps the number from being reused) are killed; the
+        journal is removed. Returns (pgid, tag) of each group killed.
+        """
+        if not self.proc_journal:
+            return []
+        res = self.run(["sh", "-c", _REAP, self.proc_journal], timeout=timeout)
+        out = []
+        for line in res.stdout.splitlines():
+            pg, _, tag = line.partition(" ")
+            if pg.isdigit():
+                out.append((int(pg), tag.strip()))
+        return out
 
     def kill_group(self, pgid: int, grace: float = 2.0) -> None:
         """Stop a process group by id (used after timeouts and interrupts)."""
@@ -269,6 +356,10 @@ class Executor(ABC):
         res = self.run(["sh", "-c", 'for t in "$@"; do command -v "$t" >/dev/null || '
                         'echo "$t"; done', "check", *tools], timeout=timeout)
         return res.stdout.split()
+
+    def make_private_dir(self, path: str, timeout: float = 30.0) -> None:
+        """Create ``path`` (with parents) if missing and make it 0700."""
+        self.run(["sh", "-c", 'mkdir -p -- "$0" && chmod 700 -- "$0"', path], timeout=timeout)
 
     def write_text(self, remote: str, text: str, mode: int = 0o644) -> None:
         """Write text (UTF-8) to a file on the node."""
@@ -293,6 +384,59 @@ class Executor(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+PRIVATE_FILE_MODE = 0o600
+
+
+def _private_file(path: Path | str) -> "BinaryIO":
+    """Open ``path`` for writing (truncated), created or changed to mode 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)  # an existing file keeps its mode on O_CREAT
+    return os.fdopen(fd, "wb")
+
+
+class PrivateFilesExecutor(Executor):
+    """Another executor whose commands run with ``umask 077``: what they create is 0600/0700.
+
+    For the knob journals (they hold the commands that undo host changes). It only wraps: the
+    connection stays the other executor's, and ``close`` leaves it open.
+    """
+
+    _UMASK = 'umask 077 && exec "$@"'
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def run(self, argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
+            cwd: str | None = None, check: bool = True) -> Result:
+        """Run ``argv`` through the wrapped executor under ``umask 077``."""
+        res = self.inner.run(["sh", "-c", self._UMASK, "sh", *argv], timeout=timeout, env=env,
+                             cwd=cwd, check=False)
+        result = Result(res.node, tuple(str(a) for a in argv), res.exit_code, res.stdout,
+                        res.stderr, res.duration_s)
+        if check and not result.ok:
+            raise CommandFailed(result)
+        return result
+
+    def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
+        return self.inner._exec(["sh", "-c", self._UMASK, "sh", *argv], timeout)
+
+    def put(self, local: Path | str, remote: str) -> None:
+        self.inner.put(local, remote)
+
+    def get(self, remote: str, local: Path | str) -> None:
+        self.inner.get(remote, local)
+
+    def write_bytes(self, remote: str, data: bytes, mode: int = 0o600) -> None:
+        self.inner.write_bytes(remote, data, mode)
+
+    def read_bytes(self, remote: str) -> bytes:
+        return self.inner.read_bytes(remote)
+
+    def close(self) -> None:
+        pass
 
 
 def _split_marker(err: str) -> tuple[int | None, str]:
@@ -351,7 +495,8 @@ class LocalExecutor(Executor):
         shutil.copy2(local, remote)
 
     def get(self, remote: str, local: Path | str) -> None:
-        shutil.copy2(remote, local)
+        shutil.copyfile(remote, local)
+        os.chmod(local, PRIVATE_FILE_MODE)
 
     def write_bytes(self, remote: str, data: bytes, mode: int = 0o644) -> None:
         tmp = f"{remote}.tmp{os.getpid()}"
@@ -378,6 +523,37 @@ class SSHTarget:
     known_hosts: str | None = None
     jump: "SSHTarget | None" = None
     connect_timeout: float = 10.0
+    trust_on_first_use: bool = False
+
+
+class _TrustOnFirstUse(paramiko.MissingHostKeyPolicy):
+    """Accept an unknown host key, append it to the known_hosts file and note it.
+
+    Only called by paramiko for hosts without any known key; a host whose known key differs
+    raises :class:`paramiko.BadHostKeyException` before a policy is asked.
+    """
+
+    def __init__(self, known: Path, node: str, trusted: list[dict[str, str]]) -> None:
+        self.known, self.node, self.trusted = known, node, trusted
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
+                         key: paramiko.PKey) -> None:
+        """Trust ``key`` for ``hostname`` (``host`` or ``[host]:port``) from now on."""
+        line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
+        self.known.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.known, os.O_RDWR | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+        with os.fdopen(fd, "r+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # parallel testbed workers may append at once
+            fh.seek(0)
+            if line not in fh.readlines():
+                fh.write(line)
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        entry = {"node": self.node, "host": hostname, "key_type": key.get_name(),
+                 "fingerprint": key.fingerprint, "known_hosts": str(self.known)}
+        self.trusted.append(entry)
+        _log.warning("%s: trusting the unknown host key of %s on first use (%s %s); "
+                     "added to %s", self.node, hostname, key.get_name(), key.fingerprint,
+                     self.known)
 
 
 class SSHExecutor(Executor):
@@ -386,6 +562,8 @@ class SSHExecutor(Executor):
     def __init__(self, name: str, target: SSHTarget) -> None:
         self.name = name
         self.target = target
+        # host keys accepted on first use by this executor (recorded in campaign.json)
+        self.trusted_host_keys: list[dict[str, str]] = []
         self._jump: paramiko.SSHClient | None = None
         self._client = self._connect(target)
         self._sftp: paramiko.SFTPClient | None = None
@@ -393,7 +571,8 @@ class SSHExecutor(Executor):
     def _connect(self, t: SSHTarget) -> paramiko.SSHClient:
         sock = None
         if t.jump is not None:
-            self._jump = SSHExecutor._open_client(t.jump, None, self.name)
+            self._jump = SSHExecutor._open_client(t.jump, None, self.name,
+                                                  self.trusted_host_keys)
             transport = self._jump.get_transport()
             assert transport is not None
             try:
@@ -402,15 +581,25 @@ class SSHExecutor(Executor):
                 raise ConnectError(
                     f"{self.name}: jump host {t.jump.host} cannot reach {t.host}:{t.port}: {exc}"
                 ) from None
-        return SSHExecutor._open_client(t, sock, self.name)
+        return SSHExecutor._open_client(t, sock, self.name, self.trusted_host_keys)
 
     @staticmethod
-    def _open_client(t: SSHTarget, sock: object, name: str) -> paramiko.SSHClient:
+    def _open_client(t: SSHTarget, sock: object, name: str,
+                     trusted: list[dict[str, str]] | None = None) -> paramiko.SSHClient:
+        """Connect and authenticate; host keys as the module docstring says. ``trusted``
+        collects the keys accepted on first use."""
         client = paramiko.SSHClient()
         known = Path(t.known_hosts or "~/.ssh/known_hosts").expanduser()
         if known.exists():
-            client.load_host_keys(str(known))
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            try:
+                client.load_host_keys(str(known))
+            except (OSError, paramiko.SSHException) as exc:
+                raise ConnectError(f"{name}: cannot read {known}: {exc}") from None
+        if t.trust_on_first_use:
+            client.set_missing_host_key_policy(
+                _TrustOnFirstUse(known, name, trusted if trusted is not None else []))
+        else:
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
         try:
             client.connect(
                 t.host, port=t.port, username=t.user,
@@ -419,10 +608,20 @@ class SSHExecutor(Executor):
                 auth_timeout=t.connect_timeout, allow_agent=t.key is None,
                 look_for_keys=t.key is None, sock=sock,  # type: ignore[arg-type]
             )
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            raise HostKeyError(
+                f"{name}: host key of {t.host}:{t.port} does not match {known} (offered "
+                f"{exc.key.get_name()} {exc.key.fingerprint}, known {exc.expected_key.get_name()} "
+                f"{exc.expected_key.fingerprint}): refusing to connect; if the host was "
+                f"reinstalled, check the new key and remove the old line from {known}"
+            ) from None
         except paramiko.SSHException as exc:
+            client.close()
             if "not found in known_hosts" in str(exc):
                 raise ConnectError(
-                    f"{name}: host key of {t.host}:{t.port} is not in {known}"
+                    f"{name}: host key of {t.host}:{t.port} is not in {known} (add it after "
+                    f"checking its fingerprint, or set ssh.trust_on_first_use: true)"
                 ) from None
             raise ConnectError(f"{name}: SSH to {t.user}@{t.host}:{t.port} failed: {exc}") from None
         except OSError as exc:
@@ -488,7 +687,8 @@ class SSHExecutor(Executor):
         self.sftp.chmod(remote, stat.S_IMODE(os.stat(local).st_mode))
 
     def get(self, remote: str, local: Path | str) -> None:
-        self.sftp.get(remote, str(local))
+        with _private_file(local) as fh:
+            self.sftp.getfo(remote, fh)
 
     def write_bytes(self, remote: str, data: bytes, mode: int = 0o644) -> None:
         tmp = f"{remote}.tmp{os.getpid()}"

@@ -13,6 +13,7 @@ machine never share files)::
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,12 +44,24 @@ class SetupError(PreflightError):
 
 SETUP_TAIL_LINES = 30
 
+# Never copied into the results: private keys (by name, or any text file holding a PEM private
+# key), and TLS key logs unless the campaign asks for them (`keylog: true`). Key log names as
+# report.KEYLOG_NAME, so what the report looks for is what is held back here.
+PRIVATE_KEY_NAME = re.compile(r"\.(key|p12|pfx)$|(^|[-_.])priv(ate)?[-_.]?key|key\.pem$",
+                              re.IGNORECASE)
+KEYLOG_NAME = re.compile(r"^keys\.log$|keylog|sslkey", re.IGNORECASE)
+PRIVATE_DIR_MODE = 0o700
+# one round trip: the regular files below $0, then those holding a PEM private key
+_LIST_FILES = ('cd "$0" 2>/dev/null || exit 0; find . -type f -printf "%P\\n"; '
+               'echo "--private--"; grep -rlI -e "PRIVATE KEY-----" . 2>/dev/null; exit 0')
+
 
 def ssh_target(cfg: SSHConfig) -> SSHTarget:
     """Translate the config model into the executor's SSH target."""
     return SSHTarget(
         host=cfg.host, port=cfg.port, user=cfg.user, key=cfg.key, known_hosts=cfg.known_hosts,
         jump=ssh_target(cfg.jump) if cfg.jump else None, connect_timeout=cfg.connect_timeout,
+        trust_on_first_use=cfg.trust_on_first_use,
     )
 
 
@@ -223,14 +236,37 @@ class Node:
         self.run(["mkdir", "-p", self.certs])
         self.executor.write_bytes(f"{self.certs}/ca.pem", pem)
 
-    def fetch_dir(self, remote: str, local: Path) -> list[str]:
-        """Copy the regular files of a remote directory tree into ``local``."""
-        res = self.run(["find", remote, "-type", "f", "-printf", "%P\\n"], check=False)
-        names = [n for n in res.stdout.splitlines() if n] if res.ok else []
-        for rel in names:
+    @property
+    def trusted_host_keys(self) -> list[dict[str, str]]:
+        """Host keys this node's connection accepted on first use (empty: none)."""
+        return list(getattr(self.executor, "trusted_host_keys", []))
+
+    def fetch_dir(self, remote: str, local: Path, keylogs: bool = False,
+                  skipped: list[str] | None = None) -> list[str]:
+        """Copy the regular files of a remote directory tree into ``local``; return their names.
+
+        Directories are created 0700 and files 0600. Private keys are never copied, TLS key
+        logs only with ``keylogs``; the names of the files held back are appended to
+        ``skipped`` (they go with the remote directory when it is removed).
+        """
+        res = self.run(["sh", "-c", _LIST_FILES, remote], check=False)
+        found, _, private = res.stdout.partition("--private--\n") if res.ok else ("", "", "")
+        secret = {n.removeprefix("./") for n in private.splitlines() if n}
+        names = []
+        for rel in (n for n in found.splitlines() if n):
+            base = rel.rsplit("/", 1)[-1]
+            if rel in secret or PRIVATE_KEY_NAME.search(base) or \
+                    (not keylogs and KEYLOG_NAME.search(base)):
+                if skipped is not None:
+                    skipped.append(rel)
+                continue
             dest = local / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            for directory in reversed([local / p for p in Path(rel).parents]):
+                if not directory.is_dir():
+                    directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True)
+                    directory.chmod(PRIVATE_DIR_MODE)
             self.executor.get(f"{remote}/{rel}", dest)
+            names.append(rel)
         return names
 
     def cleanup(self, keep_files: bool) -> None:

@@ -404,10 +404,15 @@ class Attempt:
                                             "stays on the node: run.py testbed restore)")
             for node, logs, sub in ((self.server, self.server_logs, "server"),
                                     (self.client, self.client_logs, "client")):
+                held_back: list[str] = []  # private keys; key logs unless keylog: true
                 try:
-                    node.fetch_dir(logs, self.out_dir / sub)
+                    node.fetch_dir(logs, self.out_dir / sub, keylogs=p.keylog, skipped=held_back)
                 except (ExecutorError, OSError) as exc:
                     self.record.warnings.append(f"{node.name}: could not fetch logs: {exc}")
+                if held_back:
+                    self.record.warnings.append(
+                        f"{node.name}: not copied to the results (key material; removed on the "
+                        f"node): {', '.join(held_back)}")
             self._negotiated()
             if self.cmon.active("handshake"):
                 process_handshake(self.out_dir, self.record)

@@ -167,9 +167,13 @@ def find_campaigns(paths: Sequence[Path | str]) -> list[Path]:
             found.append(path)
             continue
         inner = sorted(d for d in path.iterdir() if (d / "campaign.json").is_file())
+        if not inner:  # a predecessor (QIR 10G) tree: one section per experiment directory
+            from .analysis.qir10g import find_qir10g_experiments
+
+            inner = find_qir10g_experiments(path)
         if not inner:
             raise ReportError(f"{path}: not a results directory (no campaign.json in it or "
-                              f"in its subdirectories)")
+                              f"in its subdirectories, and no predecessor result.json)")
         found += inner
     unique: dict[Path, None] = dict.fromkeys(p.resolve() for p in found)
     return list(unique)
@@ -261,7 +265,10 @@ def render_views(campaign: Campaign, figures_dir: Path,
         if reason is not None:
             campaign.skipped.append(Skipped(view, reason))
             continue
-        arg: Any = campaign.frame if view.takes == "frame" else [campaign.directory]
+        predecessor = not (campaign.directory / "campaign.json").is_file()
+        # predecessor trees have no run.json files to read paths from: their frame has it all
+        arg: Any = campaign.frame if view.takes == "frame" or predecessor \
+            else [campaign.directory]
         try:
             data, fig = function(arg)
         except no_data_errors as exc:
@@ -709,8 +716,26 @@ def load_campaign(directory: Path) -> Campaign:
     """Read one campaign directory (its campaign.json and all its attempts)."""
     from .analysis import load_results
 
+    if not (directory / "campaign.json").is_file():
+        return _load_qir10g_experiment(directory)
     meta = read_json(directory / "campaign.json")
     return Campaign(directory, meta, load_results(directory), slug=_slug(directory.name))
+
+
+def _load_qir10g_experiment(directory: Path) -> Campaign:
+    """A predecessor experiment directory (result.json + repetition trees) as a section."""
+    from .analysis.qir10g import load_qir10g
+
+    frame = load_qir10g(directory)
+    result = read_json(directory / "result.json")
+    name = "/".join(directory.parts[-3:])
+    meta: dict[str, Any] = {
+        "campaign": name, "status": "predecessor (QIR 10G) result tree",
+        "config": {"args": result.get("args"), "servers": result.get("servers"),
+                   "clients": result.get("clients")},
+        "hosts": {}, "implementations": {},
+    }
+    return Campaign(directory, meta, frame, slug=_slug(name))
 
 
 def build_report(paths: Sequence[Path | str], out_dir: Path | str,

@@ -12,6 +12,11 @@
 ``run.json`` and ``campaign.json`` are written atomically (temp file, fsync, rename). Run
 records are never replaced: writing one where one exists is an error. A campaign id is unique,
 so an existing campaign directory is never reused.
+
+Results are private to the user: campaign directories are 0700, JSON records 0600, and a
+running campaign sets the process umask to 077 (:func:`private_umask`), so every other file it
+creates (logs fetched from the nodes, host facts, the Parquet cache) is 0600 in 0700
+directories too.
 """
 
 from __future__ import annotations
@@ -28,6 +33,30 @@ from typing import Any, Iterator, Literal
 SCHEMA_VERSION = 2
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
+
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_UMASK = 0o077
+
+
+def private_umask() -> int:
+    """Add 077 to this process's umask (files 0600, directories 0700 from now on, also in the
+    commands it starts); return the previous umask."""
+    old = os.umask(PRIVATE_UMASK)
+    os.umask(old | PRIVATE_UMASK)
+    return old
+
+
+def private_mkdir(path: Path) -> None:
+    """Create ``path`` and its missing parents, each created level with mode 0700."""
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:
+            continue
+        directory.chmod(PRIVATE_DIR_MODE)  # mkdir's mode is masked by the umask
 
 
 class StoreError(Exception):
@@ -117,9 +146,10 @@ def utc_now() -> str:
 
 def write_json_atomic(path: Path, data: Any, *, overwrite: bool = False) -> None:
     """Write JSON to ``path`` atomically; without ``overwrite`` an existing file is an error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, PRIVATE_FILE_MODE)  # mkstemp's default, made explicit
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=2, sort_keys=False, default=str)
             fh.write("\n")
@@ -140,16 +170,18 @@ def write_json_atomic(path: Path, data: Any, *, overwrite: bool = False) -> None
 
 
 def new_campaign_dir(results_root: Path, name: str, now: datetime | None = None) -> Path:
-    """Create a fresh, uniquely named campaign directory ``<name>_<UTC timestamp>[-k]``."""
+    """Create a fresh, uniquely named campaign directory ``<name>_<UTC timestamp>[-k]``
+    (mode 0700)."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     results_root.mkdir(parents=True, exist_ok=True)
     for k in range(1, 1000):
         candidate = results_root / (f"{name}_{stamp}" + ("" if k == 1 else f"-{k}"))
         try:
-            candidate.mkdir()
-            return candidate
+            candidate.mkdir(mode=PRIVATE_DIR_MODE)
         except FileExistsError:
             continue
+        candidate.chmod(PRIVATE_DIR_MODE)  # mkdir's mode is masked by the umask
+        return candidate
     raise StoreError(f"{results_root}: cannot find a free campaign directory name for {name}")
 
 

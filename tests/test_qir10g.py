@@ -384,3 +384,21 @@ def test_mixed_tree_loads_own_campaigns_too(tmp_path):
     own = df[df["campaign"].str.startswith("sample_")]
     assert len(df) == 15 and len(own) == 1 and own.iloc[0]["server"] == "quic-go"
     assert (df["campaign"] == "crypto/aes-ni/run2").sum() == 11
+
+
+def test_report_renders_the_predecessor_tree(tmp_path):
+    """`run.py report` takes the tree directly: one section per experiment directory, the
+    interop matrix of crypto/aes-ni/run2 and the perf categories of the goracle repetition."""
+    from interop_runner.report import build_report
+
+    report = build_report([DATA], tmp_path / "out")
+    names = sorted(c.name for c in report.campaigns)
+    assert names == ["crypto/aes-ni/run2", "crypto/aes-ni/tcp1",
+                     "goracle/optimized/lsquic-quiche-with-pidstat"]
+    stems = {f.stem for c in report.campaigns for f in c.figures}
+    assert any(s.endswith("__interop") and "run2" in s for s in stems)
+    assert any(s.endswith("__perf") for s in stems)
+    assert report.view_errors == []
+    html = report.html_file.read_text()
+    assert "predecessor (QIR 10G) result tree" in html and "<img" in html
+    assert all(p.stat().st_size > 1000 for p in report.figure_files)
