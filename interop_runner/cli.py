@@ -15,7 +15,7 @@ from .executor import ExecutorError
 from .implementations import RegistryError, load_registry
 from .knobs import KnobError
 from .nodes import PreflightError
-from .store import StoreError
+from .store import StoreError, private_umask
 from .units import format_iec
 
 if TYPE_CHECKING:
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from .config import CampaignConfig
+    from .config import CampaignConfig, TestbedConfig
 
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
-          "1 runtime error (node, SSH, preflight), 2 invalid configuration, 3 testbed not "
-          "healthy (testbed status), 4 campaign finished without any successful attempt, "
-          "5 compare found a slower cell (CI gate), 130 interrupted.")
+          "1 runtime error (node, SSH, preflight), 2 invalid configuration (also an unreachable "
+          "node or a wrong host key before anything ran), 3 testbed not healthy (testbed status), "
+          "4 campaign finished without any successful attempt, 5 compare found a slower cell (CI gate), 130 interrupted.")
 
 
 class UserError(Exception):
@@ -113,11 +113,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # ConnectError it turns into is printed as one `error:` line instead
     if not logging.getLogger("paramiko").handlers:
         logging.getLogger("paramiko").addHandler(logging.NullHandler())
+    private_umask()  # results, caches, reports and journals stay private to the user
     try:
         return int(_COMMANDS[args.command](args) or 0)
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
+        return 2
+    except TestbedUnreachable as exc:  # the testbed file names a host or key that is wrong
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except (UserError, ExecutorError, PreflightError, StoreError, RegistryError, KnobError,
             OSError) as exc:  # OSError: e.g. --results-dir names a file
@@ -234,6 +238,24 @@ def _undecided_cells(cfg: "CampaignConfig") -> "Callable[[Path], set[tuple[str, 
     return undecided
 
 
+class TestbedUnreachable(Exception):
+    """A node of the testbed file cannot be reached or authenticated before anything ran."""
+
+
+def _probe_nodes(testbeds: "list[TestbedConfig]", timeout: float) -> None:
+    """Open and close an SSH connection to every node before a campaign directory exists, so
+    an unreachable host or a wrong host key is a one-line error that leaves nothing behind."""
+    from .executor import ConnectError
+    from .nodes import Node
+
+    for testbed in testbeds:
+        for name, node_cfg in testbed.nodes.items():
+            try:
+                Node.connect(name, node_cfg, "probe", timeout).close()
+            except ConnectError as exc:
+                raise TestbedUnreachable(f"testbed {testbed.name}: {exc}") from None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from .campaign import (Campaign, completed_keys, draw_seed, estimate_seconds, plan_order,
                            plan_runs)
@@ -285,6 +307,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"{results_root}: the results directory is not a directory")
     if any(t.local for t in testbeds):
         _ensure_local_testbed()
+    _probe_nodes(testbeds, cfg.timeouts.command)
     campaign = Campaign(cfg, testbeds, results_root, keep_files=args.keep_files or None,
                         resume=args.resume)
     if campaign.skipped:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 # Names of TLS key log files: the orchestrator sets SSLKEYLOGFILE=<logs>/keys.log for each side
-# (campaign keylog: true, and always with the tcpdump monitor); anything else with "keylog" or
+# (only with campaign keylog: true); anything else with "keylog" or
 # "sslkey" in its name is reported too.
 KEYLOG_NAME = re.compile(r"^keys\.log$|keylog|sslkey", re.IGNORECASE)
 MAX_TABLE_ROWS = 200  # rows shown of a figure's data table (the rest is counted)

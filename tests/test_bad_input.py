@@ -200,17 +200,11 @@ def test_unreachable_host_fails_fast_with_one_line(tmp_path: Path) -> None:
     proc = run_py(["run", rel, "--results-dir", str(results), "--no-progress"], timeout=60)
     elapsed = time.monotonic() - t0
     assert "Traceback" not in proc.stderr
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # the testbed file names a host that is wrong
     (line,) = proc.stderr.splitlines()
-    assert line.startswith("error: server: ") and UNREACHABLE in line, line
+    assert line.startswith("error: testbed ") and ": server: " in line and UNREACHABLE in line
     assert elapsed < 30, elapsed
-    (camp,) = results.iterdir()
-    assert camp.name.startswith("bad_")
-    import json
-
-    meta = json.loads((camp / "campaign.json").read_text())
-    assert meta["status"].startswith("aborted: server: ") and UNREACHABLE in meta["status"]
-    assert not list(camp.rglob("run.json"))
+    assert not results.exists() or not list(results.iterdir())  # nothing written
 
 
 @pytest.mark.parametrize("case", ["results-dir-is-a-file", "results-dir-below-a-file",

@@ -290,9 +290,10 @@ repetitions: 1
 pairs: [{{server: quic-go, client: quic-go}}]
 """)
     proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "error: server: cannot connect to 127.0.0.1:1: connection refused"]
+        "error: testbed local: server: cannot connect to 127.0.0.1:1: connection refused"]
+    assert not (tmp_path / "results").exists()  # found before anything was written
 
 
 @pytest.mark.usefixtures("local_testbed")

@@ -301,10 +301,10 @@ def assert_self_contained(html: str) -> None:
 
 
 def keylog_expected(campaign: Path) -> bool:
-    """Whether a campaign asked for TLS key logs (keylog: true, or the tcpdump monitor)."""
+    """Whether a campaign asked for TLS key logs (keylog: true)."""
     cfg = json.loads((campaign / "campaign.json").read_text()).get("config") or {}
     axes = ((cfg.get("sweep") or {}).get("axes")) or []
-    return bool(cfg.get("keylog") or "tcpdump" in (cfg.get("monitors") or [])
+    return bool(cfg.get("keylog")
                 or any(a.get("path") == "keylog" and True in a.get("values", []) for a in axes))
 
 
