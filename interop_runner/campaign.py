@@ -12,21 +12,21 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Iterator
 
 from . import __version__
 from .config import CampaignConfig, TestbedConfig, variant_configs
-from .executor import ExecutorError, LocalExecutor
+from .executor import ExecutorError, LocalExecutor, PrivateFilesExecutor
 from .implementations import ImplementationMeta, common_alpn, load_registry, resolve
 from .knobs import Journal, NodeKnobs
 from .monitors.session import NodeMonitors
 from .nodes import Node, PreflightError, SetupError
 from .orchestrator import Attempt, AttemptPlan, not_run_record
 from .store import (RunRecord, StoreError, attempt_dir, iter_run_files, new_campaign_dir,
-                    next_attempt, read_run, repetition_dir, stored_attempts, utc_now,
+                    next_attempt, private_umask, read_run, repetition_dir, stored_attempts, utc_now,
                     write_json_atomic, write_run)
 from .sweep import Variant, order_runs, slug
 from .variants import SourceArchive, VariantError, pack_source
@@ -136,13 +136,17 @@ def plan_runs(cfg: CampaignConfig, seed: int | None = None,
 
 
 def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun]) -> set[str]:
-    """The planned runs that already have a stored record (an interrupted one does not count)."""
+    """The planned runs that are done: they have a stored ``ok`` or ``unsupported`` record.
+
+    A failed or timed-out attempt (a fault, a dropped connection, a broken build) and one
+    stopped by Ctrl-C do not count: resume runs that repetition again as the next attempt.
+    """
     done = set()
     for run in runs:
         rep = repetition_dir(directory, run.server, run.client, cfg.testcase, run.repetition,
                              run.variant.id)
-        if any(not data.get("interrupted") and data.get("reason") !=
-               "interrupted (Ctrl-C or SIGTERM)" for _, data in stored_attempts(rep)):
+        if any(not data.get("interrupted") and data.get("status") in ("ok", "unsupported")
+               for _, data in stored_attempts(rep)):
             done.add(run.key)
     return done
 
@@ -152,6 +156,11 @@ def estimate_seconds(cfg: CampaignConfig, runs: list[PlannedRun],
     """Rough duration estimate: transfer at ``assumed_mbps`` plus 1 s overhead per run."""
     runnable = sum(1 for r in runs if r.alpn is not None)
     return runnable * (cfg.file_size * 8 / (assumed_mbps * 1e6) + 1.0)
+
+
+class CampaignStopped(ExecutorError):
+    """``on_error: stop``: an attempt failed or timed out, so the campaign stopped after
+    recording it (``run.py run --resume`` runs it again and continues)."""
 
 
 class _Interrupt:
@@ -211,7 +220,12 @@ class Campaign:
     def execute(self, progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
                 | None = None, on_record: Callable[[RunRecord], None] | None = None,
                 ) -> CampaignResult:
-        """Prepare nodes, run all planned attempts, clean up; return the records."""
+        """Prepare nodes, run all planned attempts, clean up; return the records.
+
+        From here on this process creates files private to the user (umask 077): the
+        results, and what is written after the campaign (e.g. the Parquet cache).
+        """
+        private_umask()
         if len(self.testbeds) > 1:
             return self._execute_parallel(progress)
         return self._execute_one(progress, on_record)
@@ -262,9 +276,14 @@ class Campaign:
                 nodes.append(server)
                 client = Node.connect(cname, ccfg, campaign_id, timeout)
                 nodes.append(client)
+                _record_trusted_keys(meta, nodes)
                 meta["hosts"] = {n.name: n.collect_facts(directory / "hosts" / n.name)
                                  for n in nodes}
                 meta["hosts"]["management"] = _management_facts()
+                # a killed earlier runner's processes first (they may hold the port), then knobs
+                killed = {n.name: k for n in nodes if (k := n.reap_leftovers())}
+                if killed:
+                    meta["killed_leftovers"] = killed
                 knobs: dict[str, NodeKnobs] = {n.cfg.role: node_knobs(n, self.testbed)
                                                for n in nodes}
                 leftovers = {n.name: knobs[n.cfg.role].restore(None, []) for n in nodes
@@ -286,10 +305,14 @@ class Campaign:
                 meta["status"] = "interrupted"
                 result.interrupted = True
                 raise
+            except CampaignStopped as exc:
+                meta["status"] = f"stopped: {exc}"
+                raise
             except Exception as exc:
                 meta["status"] = f"aborted: {exc}"
                 raise
             finally:
+                _record_trusted_keys(meta, nodes)
                 for node in nodes:
                     node.cleanup(self.keep_files)
                     node.close()
@@ -560,6 +583,12 @@ class Campaign:
             )
             out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
                               run.repetition, attempt, run.variant.id)
+            for orphan in _unrecorded_attempts(out.parent):  # the runner died in them
+                lost = not_run_record(replace(plan, attempt=orphan), server, client, "failed",
+                                      "no record: the runner was killed during this attempt "
+                                      "(found on resume)")
+                lost.interrupted = True
+                write_run(out.parent / f"attempt-{orphan}", lost)
             out.mkdir(parents=True)
             broken = [prepared.setup_errors[k] for k in (f"server:{run.server}",
                                                          f"client:{run.client}")
@@ -589,6 +618,16 @@ class Campaign:
                 raise abort
             if on_record is not None:
                 on_record(record)
+            if cfg.on_error == "stop" and record.status in ("failed", "timeout"):
+                raise CampaignStopped(f"{run.key} attempt {attempt} {record.status}: "
+                                      f"{record.reason} (on_error: stop; --resume runs it again)")
+
+
+def _unrecorded_attempts(rep_dir: Path) -> list[int]:
+    """Attempt numbers below ``rep_dir`` with a directory but no run.json."""
+    return sorted(int(d.name.split("-", 1)[1]) for d in rep_dir.glob("attempt-*")
+                  if d.name.split("-", 1)[1].isdigit() and not (d / "run.json").exists()) \
+        if rep_dir.is_dir() else []
 
 
 def side_params(by_impl: dict[str, dict[str, Any]], name: str,
@@ -604,10 +643,25 @@ HOST_KEYS = ("hostname", "cpu_model", "cores", "sockets", "numa_nodes", "kernel"
              "nic_speed_mbps", "mtu")
 
 
+def _record_trusted_keys(meta: dict[str, Any], nodes: list[Node]) -> None:
+    """Note in campaign.json the SSH host keys accepted on first use (ssh.trust_on_first_use)."""
+    trusted = [k for n in nodes for k in n.trusted_host_keys]
+    if trusted:
+        meta["ssh_host_keys_trusted_on_first_use"] = trusted
+
+
 def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:
-    """The knob handler of a node; on the local testbed sysctls go to the management host."""
-    journal = Journal(node.executor, f"{node.cfg.workdir}/restore.sh")
-    sysctl = Journal(LocalExecutor("management"), HOST_JOURNAL) if testbed.local else None
+    """The knob handler of a node; on the local testbed sysctls go to the management host.
+
+    The journals are private: 0600 files (written under umask 077) in 0700 directories.
+    """
+    node.executor.make_private_dir(node.cfg.workdir)
+    journal = Journal(PrivateFilesExecutor(node.executor), f"{node.cfg.workdir}/restore.sh")
+    sysctl = None
+    if testbed.local:
+        host = LocalExecutor("management")
+        host.make_private_dir(os.path.dirname(HOST_JOURNAL))
+        sysctl = Journal(PrivateFilesExecutor(host), HOST_JOURNAL)
     return NodeKnobs(node.name, node.executor, node.cfg.interface, journal, sysctl,
                      shared_sysctls=testbed.local and node.cfg.role == "client")
 
@@ -639,6 +693,12 @@ def _check_resume(directory: Path, cfg: CampaignConfig) -> dict[str, Any]:
         raise StoreError(f"{path}: cannot resume: {exc}") from None
     before = json.loads(json.dumps(previous.get("config", {}), default=str))
     now = json.loads(json.dumps(cfg.model_dump(), default=str))
+    # a key added to the config format since then counts as unchanged while at its default
+    defaults = json.loads(json.dumps({k: f.get_default(call_default_factory=True)
+                                      for k, f in type(cfg).model_fields.items()
+                                      if not f.is_required() and k not in before},
+                                     default=str))
+    before.update({k: v for k, v in defaults.items() if now.get(k) == v})
     changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
     if changed:
         raise StoreError(f"{directory}: cannot resume: the config differs from the stored one "

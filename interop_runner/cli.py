@@ -58,8 +58,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--resume", type=Path, default=None, metavar="CAMPAIGN_DIR",
                    help="continue an interrupted campaign in CAMPAIGN_DIR (same config): runs "
-                        "with a stored record are skipped, an interrupted one runs again as a "
-                        "new attempt; nothing stored is rewritten")
+                        "with an ok (or unsupported) record are skipped, failed, timed-out and "
+                        "interrupted ones run again as a new attempt; nothing stored is "
+                        "rewritten")
 
     p = sub.add_parser("validate", help="check a campaign file (and its testbed) without running",
                        description="Validate a campaign file and the testbed file it names; "

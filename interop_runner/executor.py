@@ -97,7 +97,7 @@ _REAP = _GROUP_ALIVE + _STARTTIME + (
     'while read -r pg s t k; do '
     '  [ -n "$pg" ] || continue; cur=$(st "$pg"); '
     '  if [ -n "$cur" ] && [ "$cur" != "$s" ]; then continue; fi; '
-    '  alive || continue; kill -KILL -- "-$pg" 2>/dev/null; n=0; '
+    '  alive || continue; kill -KILL "-$pg" 2>/dev/null; n=0; '
     '  while alive && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done; echo "$pg $t"; '
     'done <"$j"; rm -f "$j"'
 )
@@ -147,6 +147,15 @@ class CommandTimeout(ExecutorError):
 
 class ConnectError(ExecutorError):
     """A node could not be reached or authenticated."""
+
+
+class ConnectionLost(ExecutorError):
+    """The SSH connection dropped while a command ran and was re-established; the command's
+    outcome is unknown (its process group, if known, was killed after reconnecting)."""
+
+
+class _Dropped(Exception):
+    """Internal: the transport died under a running command."""
 
 
 class HostKeyError(ConnectError):
@@ -227,25 +236,34 @@ class Executor(ABC):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         check: bool = True,
-        track: bool = False,
     ) -> Result:
-        """Run ``argv`` in the foreground with a timeout (seconds).
-
-        ``track``: note its process group in the process journal while it runs (for long
-        commands, so a later session can kill it if this runner dies meanwhile).
-        """
+        """Run ``argv`` in the foreground with a timeout (seconds)."""
         full = _full_argv(argv, env, cwd)
-        if track and self.proc_journal:
-            token = os.urandom(6).hex()
-            try:
-                code, out, err, dur = self._exec(
-                    ["sh", "-c", _TRACK, self.proc_journal, self.proc_tag, token, *full], timeout)
-            finally:
-                self._forget([f" {token}$"])
-        else:
-            code, out, err, dur = self._exec(full, timeout)
+        code, out, err, dur = self._exec(full, timeout)
         result = Result(self.name, tuple(str(a) for a in argv), code, out, err, dur)
         if check and code != 0:
+            raise CommandFailed(result)
+        return result
+
+    def run_tracked(self, argv: Sequence[str], *, timeout: float,
+                    env: Mapping[str, str] | None = None, cwd: str | None = None,
+                    check: bool = True) -> Result:
+        """``run``, with the command's process group in the process journal while it runs.
+
+        For long commands (the timed client): if this runner dies meanwhile, a later session
+        finds the group in the journal and kills it (:meth:`reap_journal`).
+        """
+        if not self.proc_journal:
+            return self.run(argv, timeout=timeout, env=env, cwd=cwd, check=check)
+        token = os.urandom(6).hex()
+        try:
+            res = self.run(["sh", "-c", _TRACK, self.proc_journal, self.proc_tag, token,
+                            *_full_argv(argv, env, cwd)], timeout=timeout, check=False)
+        finally:
+            self._forget([f" {token}$"])
+        result = Result(res.node, tuple(str(a) for a in argv), res.exit_code, res.stdout,
+                        res.stderr, res.duration_s)
+        if check and not result.ok:
             raise CommandFailed(result)
         return result
 
@@ -408,17 +426,6 @@ class PrivateFilesExecutor(Executor):
     def __init__(self, inner: Executor) -> None:
         self.inner = inner
         self.name = inner.name
-
-    def run(self, argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
-            cwd: str | None = None, check: bool = True) -> Result:
-        """Run ``argv`` through the wrapped executor under ``umask 077``."""
-        res = self.inner.run(["sh", "-c", self._UMASK, "sh", *argv], timeout=timeout, env=env,
-                             cwd=cwd, check=False)
-        result = Result(res.node, tuple(str(a) for a in argv), res.exit_code, res.stdout,
-                        res.stderr, res.duration_s)
-        if check and not result.ok:
-            raise CommandFailed(result)
-        return result
 
     def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
         return self.inner._exec(["sh", "-c", self._UMASK, "sh", *argv], timeout)
@@ -635,13 +642,63 @@ class SSHExecutor(Executor):
                 transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return client
 
-    def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
-        command = shlex.join(["sh", "-c", _RUN_WRAPPER, "qir", *argv])
+    # reconnecting after a dropped connection: this many tries, waiting reconnect_delay s
+    # before the second and doubling up to reconnect_max_delay (about 16 s in all), then give up
+    reconnect_tries = 6
+    reconnect_delay = 0.5
+    reconnect_max_delay = 8.0
+    reconnects = 0  # how often this executor re-established its connection
+    _gave_up: str | None = None
+
+    def _live_transport(self) -> paramiko.Transport:
+        """The connection's transport, re-established first when it has dropped."""
         transport = self._client.get_transport()
         if transport is None or not transport.is_active():
-            raise ConnectError(f"{self.name}: SSH connection lost")
+            self._reconnect("connection lost")
+            transport = self._client.get_transport()
+            assert transport is not None
+        return transport
+
+    def _reconnect(self, why: str) -> None:
+        """Reconnect with bounded exponential backoff; else ConnectError naming the host."""
+        if self._gave_up is not None:
+            raise ConnectError(self._gave_up)
+        for closing in (self._sftp, self._client, self._jump):
+            try:
+                if closing is not None:
+                    closing.close()
+            except Exception:  # a dead connection may fail to close; it is dropped anyway
+                pass
+        self._sftp = None
+        t0, delay, last = time.monotonic(), self.reconnect_delay, ""
+        for attempt in range(self.reconnect_tries):
+            if attempt:
+                time.sleep(delay)
+                delay = min(delay * 2, self.reconnect_max_delay)
+            try:
+                self._client = self._connect(self.target)
+            except HostKeyError:
+                raise
+            except ConnectError as exc:
+                last = str(exc).removeprefix(f"{self.name}: ")
+                continue
+            self.reconnects += 1
+            return
+        self._gave_up = (f"{self.name}: SSH connection to {self.target.host}:{self.target.port} "
+                         f"lost ({why}) and not re-established after {self.reconnect_tries} "
+                         f"tries in {time.monotonic() - t0:.0f} s: {last}")
+        raise ConnectError(self._gave_up)
+
+    def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
+        command = shlex.join(["sh", "-c", _RUN_WRAPPER, "qir", *argv])
+        transport = self._live_transport()
         t0 = time.monotonic()
-        chan = transport.open_session(timeout=30)
+        try:
+            chan = transport.open_session(timeout=30)
+        except (paramiko.SSHException, OSError, EOFError):  # dropped before the command ran
+            self._reconnect("connection lost")
+            transport = self._live_transport()
+            chan = transport.open_session(timeout=30)
         pgid: int | None = None
         out: list[bytes] = []
         err: list[bytes] = []
@@ -658,12 +715,24 @@ class SSHExecutor(Executor):
                     if pgid is None:
                         pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
                     continue
+                if not transport.is_active() and chan.exit_status == -1:
+                    raise _Dropped()
                 if chan.exit_status_ready() and chan.eof_received:
                     break
                 if time.monotonic() > deadline:
                     raise CommandTimeout(self.name, argv, timeout)
                 select.select([chan], [], [], 0.01)
             code = chan.recv_exit_status()
+        except _Dropped:
+            if pgid is None:
+                pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
+            what = shlex.join(argv)
+            self._reconnect(f"during `{what[:60]}`")  # ConnectError when it cannot
+            if pgid is not None:
+                self.kill_group(pgid)  # what ran on the node for the lost command
+            raise ConnectionLost(
+                f"{self.name}: SSH connection to {self.target.host}:{self.target.port} dropped "
+                f"during `{what[:80]}` (reconnected; the command's outcome is unknown)") from None
         except BaseException:
             if pgid is None:
                 pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
@@ -679,6 +748,7 @@ class SSHExecutor(Executor):
     def sftp(self) -> paramiko.SFTPClient:
         """The node's SFTP session (opened on first use)."""
         if self._sftp is None:
+            self._live_transport()
             self._sftp = self._client.open_sftp()
         return self._sftp
 

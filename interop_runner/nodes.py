@@ -79,9 +79,10 @@ class Node:
     @classmethod
     def connect(cls, name: str, cfg: NodeConfig, campaign_id: str,
                 command_timeout: float = 120.0) -> "Node":
-        """Open the node's persistent SSH connection."""
-        return cls(name, cfg, SSHExecutor(name, ssh_target(cfg.ssh)), campaign_id,
-                   command_timeout)
+        """Open the node's persistent SSH connection (process journal: ``<workdir>/procs``)."""
+        executor = SSHExecutor(name, ssh_target(cfg.ssh))
+        executor.proc_journal, executor.proc_tag = f"{cfg.workdir}/procs", campaign_id
+        return cls(name, cfg, executor, campaign_id, command_timeout)
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -268,6 +269,17 @@ class Node:
             self.executor.get(f"{remote}/{rel}", dest)
             names.append(rel)
         return names
+
+    def reap_leftovers(self) -> list[str]:
+        """Kill what a killed earlier runner left running here (its process journal) and
+        remove that campaign's scratch and run directories; describe what was done."""
+        killed = self.executor.reap_journal(self.command_timeout)
+        tags = sorted({tag for _, tag in killed if tag and "/" not in tag and tag != ".."})
+        paths = [p for tag in tags if tag != self.campaign_id
+                 for p in (f"{self.cfg.tmpdir}/{tag}", f"{self.cfg.workdir}/runs/{tag}")]
+        if paths:
+            self.run(["rm", "-rf", "--", *paths])
+        return [f"killed process group {pg} (campaign {tag})" for pg, tag in killed]
 
     def cleanup(self, keep_files: bool) -> None:
         """Remove this campaign's scratch files (unless kept) and run directories."""

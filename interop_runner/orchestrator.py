@@ -7,11 +7,12 @@ client process (``$EPOCHREALTIME``, no fork), so SSH latency never enters the go
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .executor import Background, CommandTimeout, ExecutorError
+from .executor import Background, CommandTimeout, ConnectError, ExecutorError
 from .implementations import EXIT_UNSUPPORTED, ImplementationMeta
 from .knobs import Knobs, KnobError, KnobState, NodeKnobs
 from .monitors.session import NodeMonitors
@@ -94,8 +95,13 @@ class AttemptPlan:
                     effective=res.effective, unhonoured=res.unhonoured)
 
 
+_SIGNALS = {int(s): s.name for s in signal.Signals}
+
+
 def _tail(text: str, n: int = 300) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    """The last line of a side's stderr that may explain a failure (not its handshake report)."""
+    lines = [ln for ln in text.strip().splitlines()
+             if ln.strip() and not ln.startswith("QIR_NEGOTIATED")]
     return lines[-1][:n] if lines else ""
 
 
@@ -196,6 +202,9 @@ class Attempt:
             rec.status, rec.reason = "failed", f"knob: {exc}"
         except CommandTimeout as exc:
             rec.status, rec.reason = "timeout", str(exc)
+        except ConnectError as exc:  # a node is gone for good: record, then stop the campaign
+            rec.status, rec.reason = "failed", f"runner: {exc}"
+            self.abort = exc
         except ExecutorError as exc:
             rec.status, rec.reason = "failed", f"runner: {exc}"
         except KeyboardInterrupt as exc:
@@ -206,7 +215,19 @@ class Attempt:
             rec.status, rec.reason = "failed", f"runner error: {exc!r}"
             self.abort = exc
         finally:
-            self._finish(senv, cenv)
+            try:
+                self._finish(senv, cenv)
+            except ExecutorError as exc:  # the record is kept whatever cleanup could not do
+                rec.warnings.append(f"cleanup incomplete: {exc}")
+                if isinstance(exc, ConnectError) and self.abort is None:
+                    self.abort = exc
+            except KeyboardInterrupt as exc:  # Ctrl-C during post/cleanup: keep the record
+                if not rec.interrupted:
+                    rec.status = "failed"
+                    rec.reason = ("interrupted (Ctrl-C or SIGTERM) after the transfer, during "
+                                  f"cleanup; the transfer itself: {rec.reason or 'ok'}")
+                    rec.interrupted = True
+                self.abort = self.abort or exc
         rec.finished_at = utc_now()
         return rec
 
@@ -266,7 +287,9 @@ class Attempt:
             rec.status, rec.reason = "unsupported", f"{what} exited 127 (unsupported)"
         else:
             rec.status, rec.reason = "failed", f"{what} exited {code}"
-        if stderr:
+            if code > 128 and code - 128 in _SIGNALS:  # the shell's 128 + signal number
+                rec.reason += f" (killed by {_SIGNALS[code - 128]})"
+        if _tail(stderr):
             rec.reason += f": {_tail(stderr)}"
 
     def _start_server(self, env: dict[str, str]) -> bool:
@@ -323,9 +346,12 @@ class Attempt:
         d = node.impl_dir(p.client_meta.name)
         pidstat_out = f"{self.client_logs}/pidstat.txt" if self.cmon.active("pidstat") else ""
         try:
-            res = node.run(["bash", "-c", _TIMED, f"{self.client_logs}/client.stdout.log",
-                            f"{self.client_logs}/client.stderr.log", pidstat_out,
-                            *self._pinned("client", [f"{d}/run-client"])], timeout=p.client_timeout, env=env, cwd=d)
+            # tracked: a runner killed now leaves the group in the node's process journal
+            res = node.executor.run_tracked(
+                ["bash", "-c", _TIMED, f"{self.client_logs}/client.stdout.log",
+                 f"{self.client_logs}/client.stderr.log", pidstat_out,
+                 *self._pinned("client", [f"{d}/run-client"])],
+                timeout=p.client_timeout, env=env, cwd=d)
         except CommandTimeout:
             rec.status = "timeout"
             rec.reason = f"client did not finish within {p.client_timeout:g} s"

@@ -124,7 +124,29 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
 
 
 def _rows(files: list[Path], hosts: dict[str, Any]) -> list[dict[str, Any]]:
-    return [_row(read_run(p), p, hosts) for p in files]
+    rows = []
+    for path in files:
+        try:
+            data = read_run(path)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:  # a damaged record stays a row, with the reason
+            rows.append(_unreadable_row(path, exc))
+            continue
+        rows.append(_row(data, path, hosts))
+    return rows
+
+
+def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
+    """The row of a run.json that cannot be read: its place in the tree and why, no values."""
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    parts = path.parent.parts  # .../<server>_<client>/<testcase>/[<variant>/]<rep>/attempt-<n>
+    row.update(path=str(path.parent), status=None,
+               reason=f"unreadable run.json: {str(exc).splitlines()[0][:200]}",
+               monitors_missing="run.json unreadable")
+    if len(parts) >= 3 and parts[-1].startswith("attempt-") and parts[-2].isdecimal():
+        row["repetition"], row["attempt"] = int(parts[-2]), int(parts[-1][8:] or 0)
+    return row
 
 
 _BASE_KEYS = (*COLUMNS, "monitors_missing")

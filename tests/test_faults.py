@@ -1,0 +1,703 @@
+"""Fault injection on the real namespace testbed: nothing lost, left behind or let in.
+
+Each test runs a small campaign (quic-go, 32 MiB over a 200 Mbit/s tbf, 3 repetitions, host
+knobs set), injects one fault, and then measures: the faulted attempt's record, every other
+record (none lost, duplicated or shifted), processes left on the nodes, host knobs not
+restored, and whether ``run.py run --resume`` completes the campaign. Each measurement becomes
+a row of docs/reliability.md (tests/reliability.py); the last test renders the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from interop_runner.campaign import Campaign, CampaignStopped
+from interop_runner.config import load_campaign
+from interop_runner.executor import LocalExecutor, SSHExecutor
+from interop_runner.nodes import Node
+from interop_runner.orchestrator import Attempt
+from interop_runner.store import iter_run_files, read_run
+from interop_runner.testbeds import local
+
+from .conftest import ROOT, TESTBED_FILE, namespace_pids, stray_processes, write
+from .reliability import DOC, Collector, Row
+from .test_campaign import default_sigint, run_cli
+from .test_campaign_sweep import host_state
+
+FAULTS = [
+    "server process killed mid-transfer",
+    "client process killed mid-transfer",
+    "client hangs (SIGSTOP) until the client timeout",
+    "sshd of the client node stopped mid-transfer, back after 3 s",
+    "sshd of the client node stopped for good",
+    "management link of the server node down for 2 s mid-transfer",
+    "download corrupted (one byte flipped)",
+    "client work directory too small (preflight)",
+    "client work directory fills up mid-transfer",
+    "runner killed with SIGKILL mid-transfer",
+    "SIGINT during setup",
+    "SIGINT during the transfer",
+    "SIGINT during post (cleanup after the transfer)",
+    "setup (build) of an implementation fails",
+]
+COLLECTOR = Collector(FAULTS)
+REPS = 3
+SERVER_BIN = b"quic-go/bin/server"
+CLIENT_BIN = b"quic-go/bin/client"
+SMALL_TMP = "/dev/shm/qirf-client"  # the client's tmpdir in the small-disk testbed
+
+
+@pytest.fixture(scope="session")
+def reliability() -> Collector:
+    """The session's collector of measured rows."""
+    return COLLECTOR
+
+
+def fault_config(tmp_path: Path, name: str, on_error: str = "continue", client_timeout: float = 5,
+                 testbed: Path = TESTBED_FILE, size: str = "32MiB", reps: int = REPS) -> Path:
+    """A campaign with host knobs on both nodes (restore exercised by every fault)."""
+    return write(tmp_path / f"{name}.yml", f"""testbed: {testbed}
+name: {name}
+file_size: {size}
+repetitions: {reps}
+port: 4470
+on_error: {on_error}
+timeouts: {{client: {client_timeout}, command: 30}}
+pairs: [{{server: quic-go, client: quic-go}}]
+knobs: {{rmem: 2x}}
+server_knobs: {{rate: 200mbit}}
+""")
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+class Injector(threading.Thread):
+    """Waits for the ``nth`` distinct process (in ``ns``) whose command line holds ``needle``,
+    lets it run ``delay`` s, then calls ``action(pid)`` once."""
+
+    def __init__(self, ns: str, needle: bytes, nth: int, action: Callable[[int], None],
+                 delay: float = 0.5, timeout: float = 150) -> None:
+        super().__init__(daemon=True)
+        self.ns, self.needle, self.nth, self.action = ns, needle, nth, action
+        self.delay, self.timeout = delay, timeout
+        self.fired = False
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        seen: set[int] = set()
+        deadline = time.monotonic() + self.timeout
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    pids = namespace_pids(self.ns)
+                except Exception:
+                    pids = set()
+                for pid in sorted(pids - seen):
+                    if self.needle in cmdline(pid):
+                        seen.add(pid)
+                        if len(seen) == self.nth:
+                            time.sleep(self.delay)
+                            if self.needle not in cmdline(pid):
+                                raise AssertionError("the process ended before the fault")
+                            self.action(pid)
+                            self.fired = True
+                            return
+                time.sleep(0.02)
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+
+    def check(self) -> None:
+        self.join(timeout=60)
+        assert self.error is None, self.error
+        assert self.fired, "the fault was never injected"
+
+
+def start_injector(*args: Any, **kwargs: Any) -> Injector:
+    inj = Injector(*args, **kwargs)
+    inj.start()
+    return inj
+
+
+def execute(cfg_path: Path, tmp_path: Path) -> Path:
+    """Run a campaign via the API; any exception (stop, abort, interrupt) is swallowed."""
+    cfg, testbed = load_campaign(cfg_path)
+    try:
+        Campaign(cfg, testbed, tmp_path / "results").execute()
+    except (CampaignStopped, KeyboardInterrupt):
+        pass
+    (camp,) = (tmp_path / "results").iterdir()
+    return camp
+
+
+def records(camp: Path) -> list[tuple[Path, dict[str, Any]]]:
+    return [(p, read_run(p)) for p in iter_run_files(camp)]
+
+
+def the_record(camp: Path, rep: int, attempt: int = 1) -> dict[str, Any]:
+    found = [d for p, d in records(camp) if d["repetition"] == rep and d["attempt"] == attempt]
+    assert len(found) == 1, f"no single record for repetition {rep} attempt {attempt}"
+    return found[0]
+
+
+def processes_left() -> int:
+    return sum(len(stray_processes(ns, settle_s=3.0)) for ns in ("qir-server", "qir-client"))
+
+
+def knobs_not_restored(before: dict[str, str]) -> int:
+    now = host_state()
+    return sum(1 for k in set(before) | set(now) if before.get(k) != now.get(k))
+
+
+def audit(camp: Path, faulted: list[tuple[int, int]], reps: int = REPS) -> int:
+    """Violations after the resume: each repetition exactly one ok record; the faulted
+    attempts keep their own non-ok record with a reason; nothing else; nothing shifted."""
+    bad = 0
+    by_rep: dict[int, list[dict[str, Any]]] = {}
+    for path, data in records(camp):
+        # shifted: stored where it does not say it belongs
+        if path.parent.name != f"attempt-{data['attempt']}" or \
+                path.parent.parent.name != str(data["repetition"]):
+            bad += 1
+        by_rep.setdefault(data["repetition"], []).append(data)
+    for rep in range(1, reps + 1):
+        recs = by_rep.pop(rep, [])
+        ok = [r for r in recs if r["status"] == "ok"]
+        own = [r for r in recs if (rep, r["attempt"]) in faulted]
+        bad += abs(len(ok) - 1)  # missing or duplicated
+        for key in [k for k in faulted if k[0] == rep]:
+            mine = [r for r in own if r["attempt"] == key[1]]
+            if len(mine) != 1 or mine[0]["status"] == "ok" or not mine[0]["reason"]:
+                bad += 1
+        bad += len(recs) - len(ok) - len([r for r in own if r["status"] != "ok"])  # extras
+    bad += sum(len(v) for v in by_rep.values())  # repetitions never planned
+    return bad
+
+
+def resume(cfg_path: Path, camp: Path) -> bool:
+    """``run.py run --resume``: exit 0 and status finished."""
+    proc = run_cli("run", str(cfg_path), "--resume", str(camp), "--no-progress",
+                   timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads((camp / "campaign.json").read_text())["status"] == "finished"
+
+
+def finish(reliability: Collector, fault: str, reaction: str, happened: str, cfg_path: Path,
+           camp: Path, before: dict[str, str], faulted: list[tuple[int, int]],
+           resume_with: Callable[[], bool] | None = None, left: int | None = None,
+           knobs: int | None = None) -> Row:
+    """Measure leftovers, resume, audit the records, add the row and check it is clean."""
+    left = processes_left() if left is None else left
+    knobs = knobs_not_restored(before) if knobs is None else knobs
+    resumed = (resume_with or (lambda: resume(cfg_path, camp)))()
+    resumed = resumed and processes_left() == 0 and knobs_not_restored(before) == 0
+    row = Row(fault, reaction, happened, audit(camp, faulted), left, knobs, resumed)
+    reliability.add(row)
+    assert (row.records_lost, row.processes_left, row.knobs_not_restored, row.resumed) == \
+        (0, 0, 0, True), row
+    return row
+
+
+def outcome(rec: dict[str, Any]) -> str:
+    """'failed: client exited 137' -- the status and the reason's stable part."""
+    reason = rec["reason"] or ""
+    return f"{rec['status']}: {reason}"
+
+
+def stopped_or_continued(camp: Path) -> str:
+    meta = json.loads((camp / "campaign.json").read_text())
+    if meta["status"].startswith("stopped"):
+        return "campaign stopped (status `stopped: ...`)"
+    done = sum(1 for _, d in records(camp) if d["status"] == "ok")
+    return f"campaign continued ({done} of {REPS} repetitions ok)"
+
+
+# -- processes killed or stopped ---------------------------------------------------------------
+@pytest.mark.usefixtures("local_testbed")
+def test_server_killed_mid_transfer(tmp_path, reliability):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-server-kill")
+    inj = start_injector("qir-server", SERVER_BIN, 2, lambda pid: os.kill(pid, signal.SIGKILL))
+    camp = execute(cfg, tmp_path)
+    inj.check()
+    rec = the_record(camp, 2)
+    assert rec["status"] in ("failed", "timeout") and rec["server"]["exit_code"] == 137
+    finish(reliability, FAULTS[0], "continue",
+           f"attempt recorded `{rec['status']}` (server exit 137); {stopped_or_continued(camp)}",
+           cfg, camp, before, [(2, 1)])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_client_killed_mid_transfer(tmp_path, reliability):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-client-kill", on_error="stop")
+    inj = start_injector("qir-client", CLIENT_BIN, 2, lambda pid: os.kill(pid, signal.SIGKILL))
+    camp = execute(cfg, tmp_path)
+    inj.check()
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and rec["reason"].startswith("client exited 137")
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"].startswith("stopped: ") and "client exited 137" in meta["status"]
+    assert len(records(camp)) == 2  # repetition 3 not run
+    finish(reliability, FAULTS[1], "stop", f"attempt recorded `{outcome(rec)}`; "
+           f"{stopped_or_continued(camp)}", cfg, camp, before, [(2, 1)])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_client_hangs_until_timeout(tmp_path, reliability):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-client-hang", client_timeout=5)
+    inj = start_injector("qir-client", CLIENT_BIN, 2, lambda pid: os.kill(pid, signal.SIGSTOP))
+    camp = execute(cfg, tmp_path)
+    inj.check()
+    rec = the_record(camp, 2)
+    assert rec["status"] == "timeout" and rec["reason"] == "client did not finish within 5 s"
+    finish(reliability, FAULTS[2], "continue", f"attempt recorded `{outcome(rec)}`; "
+           f"{stopped_or_continued(camp)}", cfg, camp, before, [(2, 1)])
+
+
+# -- the management connection -----------------------------------------------------------------
+def sshd_processes(ns: str) -> list[int]:
+    """sshd listener and session processes inside a node namespace."""
+    out = []
+    for pid in namespace_pids(ns):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm in ("sshd", "sshd-session"):
+            out.append(pid)
+    return out
+
+
+def kill_pids(pids: list[int], sig: int = signal.SIGTERM) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def count_reconnects(monkeypatch) -> dict[str, int]:
+    """Count SSHExecutor reconnections that succeeded, per node."""
+    counts: dict[str, int] = {}
+    real = SSHExecutor._reconnect
+
+    def reconnect(self, why):
+        real(self, why)
+        counts[self.name] = counts.get(self.name, 0) + 1
+
+    monkeypatch.setattr(SSHExecutor, "_reconnect", reconnect)
+    return counts
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_sshd_stopped_mid_transfer_reconnects(tmp_path, reliability, monkeypatch):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-sshd-restart")
+    counts = count_reconnects(monkeypatch)
+
+    def stop_sshd(pid: int) -> None:
+        kill_pids(sshd_processes("qir-client"))
+        time.sleep(3)
+        local.up()  # starts the node's sshd again
+
+    inj = start_injector("qir-client", CLIENT_BIN, 2, stop_sshd)
+    camp = execute(cfg, tmp_path)
+    inj.check()
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and "SSH connection to 198.18.0.6:22 dropped" in \
+        rec["reason"], rec["reason"]
+    assert counts.get("client") == 1
+    finish(reliability, FAULTS[3], "continue",
+           f"the runner reconnected with backoff ({counts['client']} reconnection); the attempt "
+           f"in flight recorded `failed: runner: client: SSH connection to 198.18.0.6:22 "
+           f"dropped during ...`; {stopped_or_continued(camp)}", cfg, camp, before, [(2, 1)])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_sshd_stopped_for_good_is_one_line_error(tmp_path, reliability):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-sshd-gone")
+    inj = start_injector("qir-client", CLIENT_BIN, 2,
+                         lambda pid: kill_pids(sshd_processes("qir-client")))
+    try:
+        proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
+                       "--no-progress", timeout=180)
+        inj.check()
+    finally:
+        local.up()
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[-1].startswith("error: client: SSH connection to 198.18.0.6:22 lost") and \
+        "not re-established after 6 tries" in lines[-1], lines[-1]
+    (camp,) = (tmp_path / "results").iterdir()
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and rec["reason"].startswith("runner: client: SSH conn")
+    # the client node was unreachable at the end: what it held is cleaned by the next start
+    left_now, knobs_now = processes_left(), knobs_not_restored(before)
+    left_note = ("nothing was left behind (the client's transfer ended on its own)"
+                 if left_now == knobs_now == 0 else
+                 f"{left_now} process(es) and {knobs_now} knob item(s) stayed on the "
+                 "unreachable node until the resume's start cleaned them")
+    finish(reliability, FAULTS[4], "stop (always)",
+           "attempt recorded `failed: runner: client: SSH connection to 198.18.0.6:22 lost "
+           "(...) and not re-established after 6 tries ...`; the run ended with that one-line "
+           f"error (exit 1); {left_note}", cfg, camp, before, [(2, 1)], left=left_now,
+           knobs=knobs_now)
+
+
+def link(name: str, state: str) -> None:
+    LocalExecutor("t").run(["ip", "link", "set", name, state], timeout=10)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_management_link_down_and_up(tmp_path, reliability, monkeypatch):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-link")
+    counts = count_reconnects(monkeypatch)
+
+    def flap(pid: int) -> None:
+        link(local.SERVER.host_if, "down")
+        try:
+            # the node forgets the connection meanwhile: the runner must open a new one
+            kill_pids([p for p in sshd_processes("qir-server") if p != local._sshd_pid(
+                local.SERVER)])
+            time.sleep(2)
+        finally:
+            link(local.SERVER.host_if, "up")
+
+    inj = start_injector("qir-client", CLIENT_BIN, 2, flap)
+    try:
+        camp = execute(cfg, tmp_path)
+        inj.check()
+    finally:
+        link(local.SERVER.host_if, "up")
+    rec = the_record(camp, 2)
+    happened = (f"the runner reconnected to the server node ({counts.get('server', 0)} "
+                f"reconnection); attempt 2 `{rec['status']}`; {stopped_or_continued(camp)}")
+    finish(reliability, FAULTS[5], "continue", happened, cfg, camp, before,
+           [] if rec["status"] == "ok" else [(2, 1)])
+    assert counts.get("server") == 1
+
+
+# -- the data ----------------------------------------------------------------------------------
+@pytest.mark.usefixtures("local_testbed")
+def test_corrupted_download_is_a_hash_mismatch(tmp_path, reliability, monkeypatch):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-corrupt", on_error="stop")
+    real = Attempt._verify
+
+    def verify(self):
+        if self.plan.repetition == 2 and self.plan.attempt == 1:
+            path = Path(self.client.downloads) / self.plan.file_name  # shared filesystem
+            with open(path, "r+b") as fh:
+                fh.seek(12345)
+                byte = fh.read(1)
+                fh.seek(12345)
+                fh.write(bytes([byte[0] ^ 0xFF]))
+        return real(self)
+
+    monkeypatch.setattr(Attempt, "_verify", verify)
+    camp = execute(cfg, tmp_path)
+    monkeypatch.undo()
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and rec["reason"].startswith("sha256 mismatch")
+    assert rec["hash_ok"] is False and rec["bytes_received"] == 32 * 2**20
+    finish(reliability, FAULTS[6], "stop", "attempt recorded `failed: sha256 mismatch: "
+           f"expected ..., got ...` (hash_ok false); {stopped_or_continued(camp)}",
+           cfg, camp, before, [(2, 1)])
+
+
+def small_disk_testbed(tmp_path: Path) -> Path:
+    """The local testbed with the client's scratch on its own directory (a small tmpfs)."""
+    return write(tmp_path / "small.yml", TESTBED_FILE.read_text().replace(
+        "tmpdir: /dev/shm/qir-client", f"tmpdir: {SMALL_TMP}"))
+
+
+def in_client(*argv: str) -> None:
+    """Run a command in the client node's mount namespace (where its sshd runs)."""
+    sshd = local._sshd_pid(local.CLIENT)
+    LocalExecutor("t").run(["nsenter", "-t", str(sshd), "-m", *argv], timeout=30)
+
+
+@pytest.fixture
+def small_disk():
+    """A tmpfs mounted over SMALL_TMP inside the client node; ``size(MiB)`` resizes it."""
+    os.makedirs(SMALL_TMP, exist_ok=True)
+    in_client("mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", SMALL_TMP)
+
+    def size(mib: int) -> None:
+        in_client("mount", "-o", f"remount,size={mib}m", SMALL_TMP)
+
+    yield size
+    in_client("umount", SMALL_TMP)
+    os.rmdir(SMALL_TMP)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_client_disk_too_small_caught_by_preflight(tmp_path, reliability, small_disk):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-disk-preflight", testbed=small_disk_testbed(tmp_path))
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
+                   "--no-progress")
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [f"error: client: {SMALL_TMP} has 40.00 MiB free, the campaign needs "
+                     "48.00 MiB (lower file_size or free space)"], proc.stderr
+    (camp,) = (tmp_path / "results").iterdir()
+    assert records(camp) == []
+    small_disk(128)
+    finish(reliability, FAULTS[7], "stop (always)", "no attempt ran; the run ended with "
+           f"`{lines[0]}` (exit 1)", cfg, camp, before, [])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_client_disk_fills_up_mid_transfer(tmp_path, reliability, small_disk):
+    before = host_state()
+    small_disk(56)  # preflight needs 48 MiB
+    cfg = fault_config(tmp_path, "f-disk-full", testbed=small_disk_testbed(tmp_path))
+    ballast = f"{SMALL_TMP}/ballast"
+
+    def fill(pid: int) -> None:  # full until this client has given up, then freed again
+        in_client("sh", "-c", 'head -c 40m /dev/zero >"$0" || true', ballast)
+        while CLIENT_BIN in cmdline(pid):
+            time.sleep(0.02)
+        in_client("rm", "-f", ballast)
+
+    inj = start_injector("qir-client", CLIENT_BIN, 2, fill, delay=0.1)
+    camp = execute(cfg, tmp_path)
+    inj.check()
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and "no space left on device" in rec["reason"].lower(), \
+        rec["reason"]
+    finish(reliability, FAULTS[8], "continue", f"attempt recorded `failed: "
+           f"{rec['reason'].split(':')[0]}: ... no space left on device`; "
+           f"{stopped_or_continued(camp)}", cfg, camp, before, [(2, 1)])
+
+
+# -- the runner itself -------------------------------------------------------------------------
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_runner_sigkill_is_cleaned_up_by_the_resume(tmp_path, reliability):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-runner-kill", size="64MiB")
+    proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
+                     "--no-progress")
+    try:
+        inj = start_injector("qir-client", CLIENT_BIN, 2, lambda pid: proc.kill(), delay=0.5)
+        inj.check()
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    (camp,) = (tmp_path / "results").iterdir()
+    left_by_kill = sum(len(stray_processes(ns, settle_s=0)) for ns in ("qir-server",
+                                                                      "qir-client"))
+    knobs_by_kill = knobs_not_restored(before)
+    assert left_by_kill >= 1 and knobs_by_kill >= 1  # the server runs on, the tbf stays
+    assert not (camp / "quic-go_quic-go/goodput/2/attempt-1/run.json").exists()
+    ok = resume(cfg, camp)
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["killed_leftovers"] and meta["restored_leftovers"]
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and rec["interrupted"] and "runner was killed" in \
+        rec["reason"]
+    finish(reliability, FAULTS[9], "-", f"no record could be written by the killed runner; "
+           f"it left {left_by_kill} process(es) and {knobs_by_kill} knob item(s); the resume "
+           "killed the journaled process groups, replayed the knob journals, recorded the "
+           f"attempt as `{outcome(rec)}` and ran it again", cfg, camp, before, [(2, 1)],
+           resume_with=lambda: ok, left=processes_left(), knobs=knobs_not_restored(before))
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_sigint_during_setup(tmp_path, reliability, monkeypatch):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-int-setup")
+    real = Node.install
+
+    def install(self, *args, **kwargs):
+        if self.cfg.role == "client":
+            raise KeyboardInterrupt("injected")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Node, "install", install)
+    camp = execute(cfg, tmp_path)
+    monkeypatch.undo()
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"] == "interrupted" and records(camp) == []
+    finish(reliability, FAULTS[10], "stop", "no attempt had started; campaign status "
+           "`interrupted`, nodes cleaned", cfg, camp, before, [])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_sigint_during_transfer(tmp_path, reliability):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-int-transfer")
+    proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
+                     "--no-progress")
+    try:
+        inj = start_injector("qir-client", CLIENT_BIN, 2,
+                             lambda pid: proc.send_signal(signal.SIGINT))
+        inj.check()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    (camp,) = (tmp_path / "results").iterdir()
+    rec = the_record(camp, 2)
+    assert rec["interrupted"] and rec["status"] == "failed"
+    finish(reliability, FAULTS[11], "stop", f"attempt recorded `{outcome(rec)}` "
+           "(interrupted), exit 130, campaign status `interrupted`", cfg, camp, before,
+           [(2, 1)])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_sigint_during_post(tmp_path, reliability, monkeypatch):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-int-post")
+    real = Attempt._script
+
+    def script(self, node, meta, name, env):
+        if name == "post" and self.plan.repetition == 2:
+            raise KeyboardInterrupt("injected")
+        return real(self, node, meta, name, env)
+
+    monkeypatch.setattr(Attempt, "_script", script)
+    camp = execute(cfg, tmp_path)
+    monkeypatch.undo()
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["status"] == "interrupted"
+    rec = the_record(camp, 2)
+    assert rec["interrupted"]
+    finish(reliability, FAULTS[12], "stop", f"attempt recorded `{outcome(rec)}` "
+           "(interrupted, its measurement kept), campaign status `interrupted`", cfg, camp,
+           before, [(2, 1)])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
+    import shutil
+
+    from interop_runner import campaign as campaign_mod
+    from interop_runner import config as config_mod
+    from interop_runner.implementations import IMPLEMENTATIONS_DIR, load_registry
+
+    before = host_state()
+    root = tmp_path / "impls"
+    shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "quic-go")
+    shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "broken")
+    meta_yml = root / "broken" / "meta.yml"
+    meta_yml.write_text(meta_yml.read_text().replace("name: quic-go", "name: broken"))
+    setup = root / "broken" / "setup"
+    good = setup.read_text()
+    setup.write_text("#!/usr/bin/env bash\nfor i in $(seq 1 40); do echo \"compiling unit "
+                     "$i\"; done\necho 'error: linker failed' >&2\nexit 2\n")
+    monkeypatch.setattr(campaign_mod, "load_registry", lambda: load_registry(root))
+    monkeypatch.setattr(config_mod, "load_registry", lambda: load_registry(root))
+    cfg_path = write(tmp_path / "f-setup.yml", fault_config(tmp_path, "f-setup").read_text()
+                     .replace("pairs: [{server: quic-go, client: quic-go}]",
+                              "pairs: [{server: broken, client: quic-go}, "
+                              "{server: quic-go, client: quic-go}]")
+                     .replace(f"repetitions: {REPS}", "repetitions: 1"))
+    camp = execute(cfg_path, tmp_path)
+    recs = {d["server"]["implementation"]: d for _, d in records(camp)}
+    assert recs["quic-go"]["status"] == "ok"
+    broken = recs["broken"]
+    assert broken["status"] == "failed" and "setup of broken failed (exit 2)" in \
+        broken["reason"] and "error: linker failed" in broken["reason"]
+    tail = json.loads((camp / "campaign.json").read_text())["implementations"][
+        "server:broken"]["setup_log_tail"].splitlines()
+    assert len(tail) == 30 and tail[-1] == "error: linker failed"
+    left, knobs = processes_left(), knobs_not_restored(before)
+    setup.write_text(good)  # the build is fixed; the resume runs the failed pair again
+
+    def resume_api() -> bool:
+        cfg, testbed = load_campaign(cfg_path)
+        again = Campaign(cfg, testbed, tmp_path / "results", resume=camp)
+        assert again.skipped == 1 and len(again.runs) == 1
+        again.execute()
+        return json.loads((camp / "campaign.json").read_text())["status"] == "finished"
+
+    # per pair: the audit of a 1-repetition campaign
+    row = Row(FAULTS[13], "continue", "", 0, left, knobs, False)
+    row.resumed = resume_api() and processes_left() == 0 and knobs_not_restored(before) == 0
+    by_pair: dict[str, list[dict[str, Any]]] = {}
+    for _, d in records(camp):
+        by_pair.setdefault(d["server"]["implementation"], []).append(d)
+    lost = abs(len([d for d in by_pair.get("quic-go", []) if d["status"] == "ok"]) - 1)
+    lost += len(by_pair.get("quic-go", [])) - 1
+    b = sorted(by_pair.get("broken", []), key=lambda d: d["attempt"])
+    lost += 0 if [d["status"] for d in b] == ["failed", "ok"] else 1
+    row.records_lost = lost
+    row.happened = ("its runs recorded `failed: server: setup of broken failed (exit 2): "
+                    "error: linker failed` with the last 30 lines of the build in "
+                    "campaign.json; the other pair ran `ok`; after fixing the build the "
+                    "resume (Python API: test registry) ran the failed pair")
+    reliability.add(row)
+    assert (row.records_lost, row.processes_left, row.knobs_not_restored, row.resumed) == \
+        (0, 0, 0, True), row
+
+
+# -- the process journal, without a testbed ----------------------------------------------------
+def test_process_journal_kills_only_provable_leftovers(tmp_path):
+    journal = tmp_path / "procs"
+    ex = LocalExecutor("node")
+    ex.proc_journal, ex.proc_tag = str(journal), "camp-1"
+    stopped = ex.start(["sleep", "60"], stdout=str(tmp_path / "a.out"),
+                       stderr=str(tmp_path / "a.err"))
+    ex.stop(stopped, grace=1)
+    left = ex.start(["sleep", "60"], stdout=str(tmp_path / "b.out"),
+                    stderr=str(tmp_path / "b.err"))  # "the runner died": never stopped
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)  # not ours
+    try:
+        lines = journal.read_text().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"{left.pgid} ")  # stopped: forgotten
+        # a line whose process number was reused by another process (start time differs)
+        with journal.open("a") as fh:
+            fh.write(f"{other.pid} 1 camp-0 bg\n")
+        # a tracked foreground command is journaled while it runs, and forgotten after
+        res = ex.run_tracked(["sh", "-c", 'cat "$0"', str(journal)], timeout=10)
+        assert len(res.stdout.splitlines()) == 3 and res.stdout.splitlines()[-1].endswith(
+            tuple("0123456789abcdef"))
+        assert len(journal.read_text().splitlines()) == 2
+        assert ex.reap_journal() == [(left.pgid, "camp-1")]
+        assert not ex.alive(left) and other.poll() is None and not journal.exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+# -- the table ---------------------------------------------------------------------------------
+def test_reliability_table_is_current(reliability):
+    """Render the measured rows; write docs/reliability.md or check it is the committed one."""
+    missing = reliability.missing()
+    if missing:
+        pytest.skip(f"not every fault test ran in this session (missing: {missing[0]}, ...)")
+    text = reliability.render()
+    if os.environ.get("QIR_WRITE_RELIABILITY") == "1":
+        DOC.write_text(text)
+    else:
+        assert DOC.read_text() == text, "docs/reliability.md is stale: rerun with " \
+            "QIR_WRITE_RELIABILITY=1"
