@@ -184,8 +184,10 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
                 if cores:
                     cols[p + "max_core_busy_pct"] = max(cores)
             col.attempt(role, "mpstat", mpstat)
-        if col.wanted(role, "perf") and (side / "perf-process.folded").exists():
+        if col.wanted(role, "perf"):
             def perf() -> None:
+                if not (side / "perf-process.folded").exists():
+                    raise ParseError("perf-process.folded missing")
                 impl = (run.get(role) or {}).get("implementation")
                 for category, share in perf_shares(side / "perf-process.folded", impl).items():
                     cols[f"{p}perf_{_slug(category)}_share"] = share
