@@ -84,6 +84,11 @@ VIEWS: tuple[View, ...] = (
     View("bottlenecks", "Bottleneck labels", "bottlenecks", "frame",
          "What limited each successful attempt (link rate, receive-buffer drops, server or "
          "client CPU), counted per pair."),
+    View("ab", "A/B comparison", "ab_comparison", "frame",
+         "Campaigns with one two-valued axis (A/B, docs/compare.md): per cell the change of B "
+         "against A with its bootstrap CI, and the verdict (faster, slower, no change, "
+         "inconclusive) at the minimum effect. The table below has p, Cliff's delta, n and "
+         "failures per side."),
     View("goodput-time", "Goodput over time", "goodput_over_time", "paths",
          "Receive rate per second during the transfers: stalls, slow starts and drift between "
          "repetitions."),

@@ -98,4 +98,13 @@ sweep:
     md = run_cli("compare", str(camp), "--variants", "cap=None", "cap=150mbit",
                  "--column", "variant", "--format", "markdown")
     assert md.returncode == 5 and "slower" in md.stdout and md.stdout.lstrip().startswith("#")
+    # the report has an A/B section: the same verdict, and its forest plot
+    from interop_runner.report import build_report
+
+    report = build_report([camp], tmp_path / "report")
+    (section,) = report.campaigns
+    (ab,) = [f for f in section.figures if f.view.name == "ab"]
+    assert list(ab.data["verdict"]) == ["slower"] and ab.data["ci_high"].iloc[0] < 0
+    assert any(p.suffix == ".png" and p.stat().st_size > 5000 for p in ab.files)
+    assert "A/B comparison" in report.html_file.read_text()
     assert_nodes_clean(local_testbed)

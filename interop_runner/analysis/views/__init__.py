@@ -18,9 +18,11 @@ view                   what it plots                                            
 ``pinning``            client core x server core: mean goodput, deviation from mean  Fig. 11
 ``bottlenecks``        bottleneck labels per cell                                     -
 ``goodput_over_time``  client receive rate per second (ifstat)                        -
+``ab_comparison``      A/B campaigns: change of B against A per cell with its CI      -
 =====================  ===========================================================  ========
 """
 
+from .ab import ab_comparison
 from .buffers import buffer_sweep
 from .hardware import hardware, host_facts
 from .overview import bottlenecks, interop_heatmap
@@ -28,5 +30,5 @@ from .pinning import pinning
 from .settings import crypto, offloads
 from .timeseries import goodput_over_time, perf_categories
 
-__all__ = ["bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
+__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
            "host_facts", "interop_heatmap", "offloads", "perf_categories", "pinning"]
