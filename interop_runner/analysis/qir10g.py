@@ -26,10 +26,8 @@ A failed or unverifiable repetition keeps ``goodput_mbps`` <NA> (never 0).
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -52,7 +50,6 @@ __all__ = ["RESULT_FILE", "find_qir10g_experiments", "is_qir10g_tree", "load_qir
 
 RESULT_FILE = "result.json"
 PERF_FILES = ("out.perf.zst", "out.perf")
-PARALLEL_MIN = 200  # repetitions; below this a process pool costs more than it saves
 MAX_DEPTH = 8  # how deep below a given root experiments are searched for
 _SKIP_DIRS = {"server", "client", "sim", ".cache"}
 
@@ -578,28 +575,10 @@ def load_qir10g(*paths: Path | str) -> pd.DataFrame:
     ``server_param_<name>``/``client_param_<name>`` and ``qir_arg_<name>`` (runner arguments).
     Large trees are parsed in a process pool.
     """
+    from .results import pooled_chunks  # results.py imports this module lazily (no cycle)
+
     tasks, experiments = _tasks(paths)
-    parts: list[_Chunk]
-    workers = min(os.cpu_count() or 1, 8)
-    if len(tasks) < PARALLEL_MIN or workers < 2:
-        parts = [_chunk(tasks, experiments)]
-    else:
-        chunks = [tasks[i::workers] for i in range(workers)]
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            parts = list(pool.map(_chunk, chunks, [experiments] * workers))
-    names: dict[str, None] = {}
-    for _, numeric, _ in parts:
-        names.update(dict.fromkeys(numeric))
-    index = {name: i for i, name in enumerate(names)}
-    total = sum(len(rows) for rows, _, _ in parts)
-    matrix = np.full((total, len(names)), np.nan)
-    rows: list[dict[str, Any]] = []
-    for part_rows, numeric, values in parts:
-        if numeric:
-            matrix[len(rows):len(rows) + len(part_rows), [index[n] for n in numeric]] = values
-        rows += part_rows
-    return _frame(rows, list(names), matrix)
+    return _frame(*pooled_chunks(_chunk, tasks, experiments))
 
 
 def load_qir10g_perf_categories(*paths: Path | str) -> pd.DataFrame:

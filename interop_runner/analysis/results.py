@@ -9,7 +9,7 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -151,6 +151,8 @@ def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
 
 _BASE_KEYS = (*COLUMNS, "monitors_missing")
 _Chunk = tuple[list[dict[str, Any]], list[str], np.ndarray]
+T = TypeVar("T")
+C = TypeVar("C")
 
 
 def _chunk(files: list[Path], hosts: dict[str, Any]) -> _Chunk:
@@ -166,17 +168,19 @@ def _chunk(files: list[Path], hosts: dict[str, Any]) -> _Chunk:
     return base, numeric, matrix.reshape(len(rows), len(numeric))
 
 
-def _parse(files: list[Path], hosts: dict[str, Any]) -> pd.DataFrame:
-    """Parse attempts (in a process pool for large campaigns) into the results frame."""
+def pooled_chunks(chunk: Callable[[list[T], C], _Chunk], items: list[T], context: C
+                  ) -> tuple[list[dict[str, Any]], list[str], np.ndarray]:
+    """Run ``chunk(items, context)`` (in a process pool for many items) and merge the parts:
+    the base rows, the numeric column names and one float64 matrix of their values."""
     parts: list[_Chunk]
-    if len(files) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
-        parts = [_chunk(files, hosts)]
+    workers = min(os.cpu_count() or 1, 8)
+    if len(items) < PARALLEL_MIN or workers < 2:
+        parts = [chunk(items, context)]
     else:
-        workers = min(os.cpu_count() or 1, 8)
-        chunks = [files[i::workers] for i in range(workers)]
+        chunks = [items[i::workers] for i in range(workers)]
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            parts = list(pool.map(_chunk, chunks, [hosts] * workers))
+            parts = list(pool.map(chunk, chunks, [context] * workers))
     names: dict[str, None] = {}
     for _, numeric, _ in parts:
         names.update(dict.fromkeys(numeric))
@@ -189,7 +193,12 @@ def _parse(files: list[Path], hosts: dict[str, Any]) -> pd.DataFrame:
             matrix[len(base_rows):len(base_rows) + len(base),
                    [index[n] for n in numeric]] = values
         base_rows += base
-    return _frame(base_rows, list(names), matrix)
+    return base_rows, list(names), matrix
+
+
+def _parse(files: list[Path], hosts: dict[str, Any]) -> pd.DataFrame:
+    """Parse attempts (in a process pool for large campaigns) into the results frame."""
+    return _frame(*pooled_chunks(_chunk, files, hosts))
 
 
 def _frame(rows: list[dict[str, Any]], numeric: list[str], matrix: np.ndarray) -> pd.DataFrame:
