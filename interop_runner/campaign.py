@@ -206,6 +206,8 @@ class Campaign:
         # adaptive A/B: the cells (server, client as written) whose verdict is still open,
         # from the records stored in a campaign directory (the CLI wires in the analysis)
         self.undecided: Callable[[Path], set[tuple[str, str]]] | None = None
+        # host keys accepted on first use by a connection made before the campaign (per testbed)
+        self.trusted_before: dict[str, list[dict[str, str]]] = {}
 
     def _metas(self, role: str) -> list[ImplementationMeta]:
         """Every implementation (variants included) that runs in ``role`` in any variant."""
@@ -276,7 +278,7 @@ class Campaign:
                 nodes.append(server)
                 client = Node.connect(cname, ccfg, campaign_id, timeout)
                 nodes.append(client)
-                _record_trusted_keys(meta, nodes)
+                _record_trusted_keys(meta, nodes, self.trusted_before.get(self.testbed.name))
                 meta["hosts"] = {n.name: n.collect_facts(directory / "hosts" / n.name)
                                  for n in nodes}
                 meta["hosts"]["management"] = _management_facts()
@@ -312,7 +314,7 @@ class Campaign:
                 meta["status"] = f"aborted: {exc}"
                 raise
             finally:
-                _record_trusted_keys(meta, nodes)
+                _record_trusted_keys(meta, nodes, self.trusted_before.get(self.testbed.name))
                 for node in nodes:
                     node.cleanup(self.keep_files)
                     node.close()
@@ -643,9 +645,11 @@ HOST_KEYS = ("hostname", "cpu_model", "cores", "sockets", "numa_nodes", "kernel"
              "nic_speed_mbps", "mtu")
 
 
-def _record_trusted_keys(meta: dict[str, Any], nodes: list[Node]) -> None:
-    """Note in campaign.json the SSH host keys accepted on first use (ssh.trust_on_first_use)."""
-    trusted = [k for n in nodes for k in n.trusted_host_keys]
+def _record_trusted_keys(meta: dict[str, Any], nodes: list[Node],
+                         earlier: list[dict[str, str]] | None = None) -> None:
+    """Note in campaign.json the SSH host keys accepted on first use (ssh.trust_on_first_use),
+    also those accepted by the CLI's reachability probe just before (``earlier``)."""
+    trusted = list(earlier or []) + [k for n in nodes for k in n.trusted_host_keys]
     if trusted:
         meta["ssh_host_keys_trusted_on_first_use"] = trusted
 

@@ -243,18 +243,24 @@ class TestbedUnreachable(Exception):
     """A node of the testbed file cannot be reached or authenticated before anything ran."""
 
 
-def _probe_nodes(testbeds: "list[TestbedConfig]", timeout: float) -> None:
+def _probe_nodes(testbeds: "list[TestbedConfig]", timeout: float
+                 ) -> dict[str, list[dict[str, str]]]:
     """Open and close an SSH connection to every node before a campaign directory exists, so
-    an unreachable host or a wrong host key is a one-line error that leaves nothing behind."""
+    an unreachable host or a wrong host key is a one-line error that leaves nothing behind.
+    Returns the host keys accepted on first use, per testbed, for campaign.json."""
     from .executor import ConnectError
     from .nodes import Node
 
+    trusted: dict[str, list[dict[str, str]]] = {}
     for testbed in testbeds:
         for name, node_cfg in testbed.nodes.items():
             try:
-                Node.connect(name, node_cfg, "probe", timeout).close()
+                node = Node.connect(name, node_cfg, "probe", timeout)
             except ConnectError as exc:
                 raise TestbedUnreachable(f"testbed {testbed.name}: {exc}") from None
+            trusted.setdefault(testbed.name, []).extend(node.trusted_host_keys)
+            node.close()
+    return trusted
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -308,9 +314,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"{results_root}: the results directory is not a directory")
     if any(t.local for t in testbeds):
         _ensure_local_testbed()
-    _probe_nodes(testbeds, cfg.timeouts.command)
+    # the nearest existing ancestor must be a directory (checked before any connection)
+    ancestor = next(p for p in (results_root, *results_root.parents) if p.exists())
+    if not ancestor.is_dir():
+        raise UserError(f"{results_root}: cannot create the results directory below the "
+                        f"file {ancestor}")
     campaign = Campaign(cfg, testbeds, results_root, keep_files=args.keep_files or None,
                         resume=args.resume)
+    campaign.trusted_before = _probe_nodes(testbeds, cfg.timeouts.command)
     if campaign.skipped:
         print(f"resuming {args.resume}: {campaign.skipped} run(s) already stored, "
               f"{len(campaign.runs)} to go", file=sys.stderr)
