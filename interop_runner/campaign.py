@@ -6,7 +6,6 @@ import json
 import multiprocessing
 import os
 import queue
-import random
 import shutil
 import signal
 import sys
@@ -19,38 +18,19 @@ from typing import Any, Callable, Iterator
 
 from . import __version__
 from .config import CampaignConfig, TestbedConfig, variant_configs
-from .executor import ExecutorError, LocalExecutor, PrivateFilesExecutor
-from .implementations import ImplementationMeta, common_alpn, load_registry, resolve
-from .knobs import Journal, NodeKnobs
+from .executor import ExecutorError, LocalExecutor
+from .implementations import ImplementationMeta, load_registry, resolve
+from .knobs import NodeKnobs
 from .monitors.session import NodeMonitors
 from .nodes import Node, PreflightError, SetupError
 from .orchestrator import Attempt, AttemptPlan, not_run_record
+from .leftovers import node_knobs
+from .plan import PlannedRun, check_resume, completed_keys, draw_seed, plan_order, plan_runs
 from .store import (RunRecord, StoreError, attempt_dir, iter_run_files, new_campaign_dir,
-                    next_attempt, private_umask, read_run, repetition_dir, stored_attempts, utc_now,
-                    write_json_atomic, write_run)
-from .sweep import Variant, order_runs, slug
+                    next_attempt, private_umask, read_run, utc_now, write_json_atomic, write_run)
 from .variants import SourceArchive, VariantError, pack_source
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass
-class PlannedRun:
-    """One entry of the campaign plan."""
-
-    server: str
-    client: str
-    repetition: int
-    alpn: str | None
-    variant: Variant = Variant("", ())
-    cfg: CampaignConfig | None = None  # the variant's config (None: the campaign's)
-    # the pair as written in the campaign (differs from server/client under `impl`)
-    cell: tuple[str, str] | None = None
-
-    @property
-    def key(self) -> str:
-        """Identifies the run within its campaign (pair, variant, repetition)."""
-        return f"{self.server}_{self.client}/{self.variant.id}/{self.repetition}"
 
 
 @dataclass
@@ -94,70 +74,6 @@ def runner_version() -> dict[str, Any]:
     return info
 
 
-def draw_seed() -> int:
-    """A fresh seed for the run order (recorded in campaign.json)."""
-    return random.SystemRandom().randrange(2**31)
-
-
-def plan_order(cfg: CampaignConfig, testbeds: int = 1) -> str:
-    """``shuffled`` or ``sequential``: sequential when nothing varies between runs."""
-    varies = bool(cfg.sweep.axes) or (testbeds > 1 and cfg.distribute == "each")
-    return cfg.sweep.order if varies else "sequential"
-
-
-def plan_runs(cfg: CampaignConfig, seed: int | None = None,
-              testbeds: list[str] | None = None) -> list[PlannedRun]:
-    """The ordered runs: variants x pairs x repetitions.
-
-    Without axes and with order ``sequential`` this is pair by pair, repetitions 1..N. With
-    order ``shuffled`` (the default) every repetition round visits all (variant, pair)
-    combinations in an order drawn from ``seed`` (``cfg.sweep.seed``, else the given one).
-    """
-    registry = load_registry()
-    order = plan_order(cfg, len(testbeds or []))
-    seed = cfg.sweep.seed if cfg.sweep.seed is not None else (seed or 0)
-    configs = variant_configs(cfg)
-    if testbeds and len(testbeds) > 1 and cfg.distribute == "each":
-        # every run on every testbed: the testbed becomes one more axis (id and axis_testbed)
-        configs = [(Variant(",".join(x for x in (f"testbed={slug(t)}", v.id) if x),
-                            (("testbed", t), *v.values)), vcfg)
-                   for t in testbeds for v, vcfg in configs]
-    units = [(variant, vcfg, pair) for pair in cfg.written_pairs()
-             for variant, vcfg in configs]
-    runs = []
-    for rep, (variant, vcfg, written) in order_runs(units, cfg.repetitions, order, seed,
-                                                    group=lambda u: (u[2].server, u[2].client)):
-        pair = vcfg.substitute(written)
-        alpn = common_alpn(resolve(pair.server, registry, vcfg.implementations),
-                           resolve(pair.client, registry, vcfg.implementations))
-        runs.append(PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
-                               cell=(written.server, written.client)))
-    return runs
-
-
-def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun]) -> set[str]:
-    """The planned runs that are done: they have a stored ``ok`` or ``unsupported`` record.
-
-    A failed or timed-out attempt (a fault, a dropped connection, a broken build) and one
-    stopped by Ctrl-C do not count: resume runs that repetition again as the next attempt.
-    """
-    done = set()
-    for run in runs:
-        rep = repetition_dir(directory, run.server, run.client, cfg.testcase, run.repetition,
-                             run.variant.id)
-        if any(not data.get("interrupted") and data.get("status") in ("ok", "unsupported")
-               for _, data in stored_attempts(rep)):
-            done.add(run.key)
-    return done
-
-
-def estimate_seconds(cfg: CampaignConfig, runs: list[PlannedRun],
-                     assumed_mbps: float = 1000.0) -> float:
-    """Rough duration estimate: transfer at ``assumed_mbps`` plus 1 s overhead per run."""
-    runnable = sum(1 for r in runs if r.alpn is not None)
-    return runnable * (cfg.file_size * 8 / (assumed_mbps * 1e6) + 1.0)
-
-
 class CampaignStopped(ExecutorError):
     """``on_error: stop``: an attempt failed or timed out, so the campaign stopped after
     recording it (``run.py run --resume`` runs it again and continues)."""
@@ -194,7 +110,7 @@ class Campaign:
         self._previous: dict[str, Any] | None = None
         seed = cfg.sweep.seed if cfg.sweep.seed is not None else draw_seed()
         if resume is not None:
-            self._previous = _check_resume(resume, cfg)
+            self._previous = check_resume(resume, cfg)
             seed = self._previous.get("plan", {}).get("seed", seed)
         self.seed = seed
         self.runs = plan_runs(cfg, seed, [t.name for t in self.testbeds])
@@ -278,6 +194,8 @@ class Campaign:
                 nodes.append(server)
                 client = Node.connect(cname, ccfg, campaign_id, timeout)
                 nodes.append(client)
+                for node in nodes:  # one runner per node directory (lease.py)
+                    node.take_lease()
                 _record_trusted_keys(meta, nodes, self.trusted_before.get(self.testbed.name))
                 meta["hosts"] = {n.name: n.collect_facts(directory / "hosts" / n.name)
                                  for n in nodes}
@@ -640,7 +558,6 @@ def side_params(by_impl: dict[str, dict[str, Any]], name: str,
         else dict(by_impl.get(name, {}))
 
 
-HOST_JOURNAL = "/var/tmp/qir/host-restore.sh"
 HOST_KEYS = ("hostname", "cpu_model", "cores", "sockets", "numa_nodes", "kernel", "nic_driver",
              "nic_speed_mbps", "mtu")
 
@@ -652,62 +569,6 @@ def _record_trusted_keys(meta: dict[str, Any], nodes: list[Node],
     trusted = list(earlier or []) + [k for n in nodes for k in n.trusted_host_keys]
     if trusted:
         meta["ssh_host_keys_trusted_on_first_use"] = trusted
-
-
-def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:
-    """The knob handler of a node; on the local testbed sysctls go to the management host.
-
-    The journals are private: 0600 files (written under umask 077) in 0700 directories.
-    """
-    node.executor.make_private_dir(node.cfg.workdir)
-    journal = Journal(PrivateFilesExecutor(node.executor), f"{node.cfg.workdir}/restore.sh")
-    sysctl = None
-    if testbed.local:
-        host = LocalExecutor("management")
-        host.make_private_dir(os.path.dirname(HOST_JOURNAL))
-        sysctl = Journal(PrivateFilesExecutor(host), HOST_JOURNAL)
-    return NodeKnobs(node.name, node.executor, node.cfg.interface, journal, sysctl,
-                     shared_sysctls=testbed.local and node.cfg.role == "client")
-
-
-def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, list[str]]:
-    """Undo what killed runs left on the nodes (their journals); node -> commands that failed.
-
-    Returns only the nodes that had something to undo.
-    """
-    out: dict[str, list[str]] = {}
-    for role in ("server", "client"):
-        name, cfg = testbed.node(role)
-        node = Node.connect(name, cfg, "restore", timeout)
-        try:
-            nk = node_knobs(node, testbed)
-            if nk.journal.pending() or nk.sysctl.pending():
-                out[name] = nk.restore(None, [])
-        finally:
-            node.close()
-    return out
-
-
-def _check_resume(directory: Path, cfg: CampaignConfig) -> dict[str, Any]:
-    """campaign.json of the campaign to resume; the config must be the same as then."""
-    path = directory / "campaign.json"
-    try:
-        previous: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"{path}: cannot resume: {exc}") from None
-    before = json.loads(json.dumps(previous.get("config", {}), default=str))
-    now = json.loads(json.dumps(cfg.model_dump(), default=str))
-    # a key added to the config format since then counts as unchanged while at its default
-    defaults = json.loads(json.dumps({k: f.get_default(call_default_factory=True)
-                                      for k, f in type(cfg).model_fields.items()
-                                      if not f.is_required() and k not in before},
-                                     default=str))
-    before.update({k: v for k, v in defaults.items() if now.get(k) == v})
-    changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
-    if changed:
-        raise StoreError(f"{directory}: cannot resume: the config differs from the stored one "
-                         f"in {', '.join(changed)}")
-    return previous
 
 
 def _management_facts() -> dict[str, str]:

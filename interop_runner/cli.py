@@ -185,7 +185,7 @@ def _cmd_testbed(args: argparse.Namespace) -> int:
 
 
 def _restore(path: Path | None) -> int:
-    from .campaign import HOST_JOURNAL, restore_testbed
+    from .leftovers import HOST_JOURNAL, Restored, restore_testbed
     from .config import load_testbed
     from .knobs import Journal
 
@@ -199,14 +199,17 @@ def _restore(path: Path | None) -> int:
 
         host = Journal(LocalExecutor("management"), HOST_JOURNAL)
         if host.pending():
-            undone["management"] = host.replay()
+            undone["management"] = Restored([], host.replay())
     if not undone:
         print(f"{testbed.name}: nothing to restore")
         return 0
     bad = 0
-    for node, failed in undone.items():
-        print(f"{node}: restored" + (f"; could not undo: {'; '.join(failed)}" if failed else ""))
-        bad += len(failed)
+    for node, done in undone.items():
+        for line in done.killed:
+            print(f"{node}: {line}")
+        print(f"{node}: restored"
+              + (f"; could not undo: {'; '.join(done.failed)}" if done.failed else ""))
+        bad += len(done.failed)
     return 1 if bad else 0
 
 
@@ -246,9 +249,11 @@ class TestbedUnreachable(Exception):
 def _probe_nodes(testbeds: "list[TestbedConfig]", timeout: float
                  ) -> dict[str, list[dict[str, str]]]:
     """Open and close an SSH connection to every node before a campaign directory exists, so
-    an unreachable host or a wrong host key is a one-line error that leaves nothing behind.
+    an unreachable host, a wrong host key or a node another runner is using (its lease) is a
+    one-line error that leaves nothing behind.
     Returns the host keys accepted on first use, per testbed, for campaign.json."""
     from .executor import ConnectError
+    from .lease import NodeBusy
     from .nodes import Node
 
     trusted: dict[str, list[dict[str, str]]] = {}
@@ -258,14 +263,20 @@ def _probe_nodes(testbeds: "list[TestbedConfig]", timeout: float
                 node = Node.connect(name, node_cfg, "probe", timeout)
             except ConnectError as exc:
                 raise TestbedUnreachable(f"testbed {testbed.name}: {exc}") from None
-            trusted.setdefault(testbed.name, []).extend(node.trusted_host_keys)
-            node.close()
+            try:
+                trusted.setdefault(testbed.name, []).extend(node.trusted_host_keys)
+                busy = node.lease_holder()
+            finally:
+                node.close()
+            if busy:
+                raise NodeBusy(f"testbed {testbed.name}: {name}: {node_cfg.workdir} is in use "
+                               f"by {busy}; wait for it to finish or stop it first")
     return trusted
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .campaign import (Campaign, completed_keys, draw_seed, estimate_seconds, plan_order,
-                           plan_runs)
+    from .campaign import Campaign
+    from .plan import completed_keys, draw_seed, estimate_seconds, plan_order, plan_runs
 
     cfg, testbeds = load_campaign_testbeds(args.config)
     check_ssh_files(args.config, cfg, testbeds)

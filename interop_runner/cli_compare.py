@@ -4,11 +4,14 @@
 
     run.py compare A B                            # two campaign directories, B vs baseline A
     run.py compare DIR --variants X Y [--column C]  # two variants within one campaign
+    run.py compare DIR --variants X Y --unpaired     # ... as independent samples
 
 The statistics live in :mod:`interop_runner.analysis.compare`; this module parses the options,
-loads the results, checks the host facts, renders a terminal table, Markdown (for a pull
-request comment) or JSON, and sets the exit status: 5 when any cell is ``slower`` (for CI
-gating), 0 otherwise, 2 for a usage error (one line on stderr, no traceback).
+loads the results, checks the host facts, lets :func:`~.analysis.compare.compare_variants`
+choose paired statistics for arms run back to back (``--unpaired`` forbids it), renders a
+terminal table, Markdown (for a pull request comment) or JSON, and sets the exit status: 5
+when any cell is ``slower`` (for CI gating), 0 otherwise, 2 for a usage error (one line on
+stderr, no traceback).
 """
 
 from __future__ import annotations
@@ -34,7 +37,10 @@ DESCRIPTION = (
     "interval, the two-sided Mann-Whitney U p-value, Cliff's delta and a verdict. A cell is "
     "'slower'/'faster' when the CI excludes 0, the change is at least --min-effect and "
     "p < --alpha; 'no change' when the whole CI lies within +-min-effect; 'inconclusive' "
-    "otherwise or with fewer than --min-samples ok attempts per side. Two campaigns must have "
+    "otherwise or with fewer than --min-samples ok attempts per side. With --variants in a "
+    "campaign run in order paired the arms are compared pair by pair (A and B of the same "
+    "repetition: median pair ratio, pairs resampled, Wilcoxon signed-rank test) unless "
+    "--unpaired. Two campaigns must have "
     "run on hosts with the same facts (CPU, cores, kernel, NIC driver/speed, MTU, buffer "
     "sysctls) unless --force. Exit status: 0, or 5 when any cell is slower (CI gate); 2 for "
     "usage errors. Details: docs/compare.md.")
@@ -56,15 +62,20 @@ def register(subparsers: Any) -> None:
                    help="with --variants: where X and Y are found: implementation (server "
                         "or client name), server, client, variant, an axis_* column, "
                         "server_version, ... (default: the first column holding both)")
+    p.add_argument("--unpaired", action="store_true",
+                   help="with --variants: treat the arms as independent samples even when "
+                        "the campaign ran them in pairs (order paired); two campaigns are "
+                        "always unpaired")
     p.add_argument("--min-effect", type=float, default=0.02, metavar="FRACTION",
                    help="smallest relative change that matters (default 0.02 = 2 %%)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of the bootstrap interval (default 0.95)")
     p.add_argument("--alpha", type=float, default=0.05,
-                   help="significance level of the Mann-Whitney U test (default 0.05)")
+                   help="significance level of the Mann-Whitney U / Wilcoxon signed-rank "
+                        "test (default 0.05)")
     p.add_argument("--min-samples", type=int, default=5, metavar="N",
-                   help="ok attempts needed per side for any verdict but inconclusive "
-                        "(default 5)")
+                   help="ok attempts (paired: pairs) needed per side for any verdict but "
+                        "inconclusive (default 5)")
     p.add_argument("--n-boot", type=int, default=10_000, metavar="N",
                    help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -151,11 +162,13 @@ def _compare(args: argparse.Namespace) -> int:
             frame_b = _load(args.b)
             result = compare(frame_a, frame_b, **stats)
             side_a, side_b, keys = frame_a, frame_b, list(result.attrs["keys"])
-            result.attrs.update(a=str(args.a), b=str(args.b))
+            result.attrs.update(a=str(args.a), b=str(args.b),
+                                method_reason="two campaigns: independent samples")
         else:
             x, y = args.variants
             column = args.column or find_column(frame_a, x, y)
-            result = compare_variants(frame_a, column, x, y, **stats)
+            result = compare_variants(frame_a, column, x, y,
+                                      paired=False if args.unpaired else None, **stats)
             side_a, side_b, keys = split_variants(frame_a, column, x, y)
             result.attrs["campaign"] = str(args.a)
     except NotComparableError as exc:
@@ -169,7 +182,8 @@ def _compare(args: argparse.Namespace) -> int:
         if effect <= 0:
             raise UserError("--plan needs a positive --effect (or --min-effect)")
         plan_frame = plan(side_a, effect, args.power, args.alpha, by=keys, other=side_b,
-                              min_samples=args.min_samples)
+                          min_samples=args.min_samples,
+                          paired=result.attrs.get("method") == "paired")
     text = render(result, args.format, plan_frame)
     if args.output is not None:
         try:
@@ -213,11 +227,22 @@ def _rule(result: "pd.DataFrame") -> str:
     from .analysis.compare import Settings
 
     s = Settings.of(result)
-    return (f"faster/slower: the {100 * s.confidence:g} % bootstrap CI of the median change "
-            f"excludes 0, |change| >= {100 * s.min_effect:g} % and Mann-Whitney p < "
+    paired = s.method == "paired"
+    what, test, unit = (("median pair ratio", "Wilcoxon signed-rank", "pairs with both "
+                         "attempts ok") if paired else
+                        ("median change", "Mann-Whitney", "ok attempts per side"))
+    return (f"faster/slower: the {100 * s.confidence:g} % bootstrap CI of the {what} "
+            f"excludes 0, |change| >= {100 * s.min_effect:g} % and {test} p < "
             f"{s.alpha:g}; no change: the CI lies within ±{100 * s.min_effect:g} %; "
-            f"inconclusive otherwise or below {s.min_samples} ok attempts per side "
+            f"inconclusive otherwise or below {s.min_samples} {unit} "
             f"({s.n_boot} resamples, seed {s.seed})")
+
+
+def _method(result: "pd.DataFrame") -> str:
+    """``paired (why)`` or ``unpaired (why)``."""
+    method = str(result.attrs.get("method", "unpaired"))
+    reason = result.attrs.get("method_reason")
+    return f"{method} ({reason})" if reason else method
 
 
 def _pct(value: Any, signed: bool = True) -> str:
@@ -257,7 +282,8 @@ def to_table(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None) -
     import pandas as pd
 
     a, b = _sides(result)
-    lines = [f"A (baseline): {a}", f"B:            {b}", f"rule: {_rule(result)}"]
+    lines = [f"A (baseline): {a}", f"B:            {b}", f"method: {_method(result)}",
+             f"rule: {_rule(result)}"]
     if result.attrs.get("forced"):
         from .analysis.compare import facts_message
 
@@ -268,6 +294,7 @@ def to_table(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None) -
     table = pd.DataFrame({
         **{k: result[k].astype(str) for k in keys},
         "n A/B": [f"{r.n_a}/{r.n_b}" for r in result.itertuples()],
+        **({"pairs": [_int(v) for v in result["n_pairs"]]} if _paired(result) else {}),
         "failed A/B": [f"{r.failed_a}/{r.failed_b}" for r in result.itertuples()],
         "median A": [_num(v, ".1f") for v in result["median_a"]],
         "median B": [_num(v, ".1f") for v in result["median_b"]],
@@ -286,8 +313,23 @@ def to_table(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None) -
     return "\n".join(lines) + "\n"
 
 
+def _paired(result: "pd.DataFrame") -> bool:
+    return result.attrs.get("method") == "paired" and "n_pairs" in result.columns
+
+
+def _int(value: Any) -> str:
+    import pandas as pd
+
+    return "n/a" if value is None or pd.isna(value) else str(int(value))
+
+
 def _plan_heading(plan_frame: "pd.DataFrame") -> str:
     attrs = plan_frame.attrs
+    if attrs.get("method") == "paired":
+        return (f"plan: pairs (repetitions per arm) to detect a {100 * attrs['effect']:g} % "
+                f"change with power {attrs['power']:g} at alpha {attrs['alpha']:g} (normal "
+                f"approximation with the observed robust spread of the pair log ratios, "
+                f"Wilcoxon signed-rank ARE 0.955)")
     return (f"plan: repetitions per side to detect a {100 * attrs['effect']:g} % change with "
             f"power {attrs['power']:g} at alpha {attrs['alpha']:g} (normal approximation with "
             f"the observed robust CV, Mann-Whitney ARE 0.955)")
@@ -297,14 +339,16 @@ def _plan_table(plan_frame: "pd.DataFrame") -> "pd.DataFrame":
     import pandas as pd
 
     keys = [k for k in plan_frame.columns if k not in ("n", "median", "cv", "n_needed",
-                                                        "n_more")]
+                                                        "n_more", "method")]
+    paired = plan_frame.attrs.get("method") == "paired"
     keys = [k for k in keys if k in ("server", "client") or plan_frame[k].astype(str).nunique()
             > 1 or (len(plan_frame) and str(plan_frame[k].iloc[0]) not in ("", "goodput"))]
     return pd.DataFrame({
         **{k: plan_frame[k].astype(str) for k in keys},
-        "ok now": plan_frame["n"],
+        "pairs now" if paired else "ok now": plan_frame["n"],
         "median A": [_num(v, ".1f") for v in plan_frame["median"]],
-        "noise (CV) %": [_pct(v, signed=False) for v in plan_frame["cv"]],
+        "pair noise %" if paired else "noise (CV) %":
+            [_pct(v, signed=False) for v in plan_frame["cv"]],
         "needed": [("n/a" if pd.isna(v) else str(v)) for v in plan_frame["n_needed"]],
         "more": [("n/a" if pd.isna(v) else str(v)) for v in plan_frame["n_more"]],
     })
@@ -324,7 +368,8 @@ def to_markdown(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None
 
     a, b = _sides(result)
     lines = [f"### Goodput A/B: {_summary_line(result)}", "",
-             f"**A** (baseline): `{_md(a)}`  ", f"**B**: `{_md(b)}`", ""]
+             f"**A** (baseline): `{_md(a)}`  ", f"**B**: `{_md(b)}`  ",
+             f"**Method**: {_md(_method(result))}", ""]
     settings = result.attrs.get("settings") or {}
     if settings:
         lines += ["Changed from A to B: " + "; ".join(
@@ -334,7 +379,9 @@ def to_markdown(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None
                   f"{_md(facts_message(result.attrs['host_differences']))}. The differences "
                   f"may come from the hosts, not from the code.", ""]
     keys = _key_columns(result)
-    header = [*keys, "A Mbit/s", "B Mbit/s", "change", "CI", "p", "Cliff's δ", "verdict"]
+    paired = _paired(result)
+    header = [*keys, "A Mbit/s", "B Mbit/s", *(["pairs"] if paired else []), "change", "CI",
+              "p", "Cliff's δ", "verdict"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for _, row in result.iterrows():
         side_a = f"{_num(row['median_a'], '.1f')} (n={row['n_a']}" + (
@@ -345,13 +392,18 @@ def to_markdown(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None
         if row["note"]:
             verdict += f" ({_md(row['note'])})"
         cells = [*(_md(row[k]) for k in keys), side_a, side_b,
+                 *([_int(row["n_pairs"])] if paired else []),
                  "n/a" if _pct(row["rel_diff"]) == "n/a" else f"{_pct(row['rel_diff'])} %",
                  _ci(row), _p(row["p_value"]), _num(row["cliffs_delta"], "+.2f"), verdict]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "<details><summary>Method</summary>", "", _md(_rule(result)) + ". Change: "
-              "median B / median A − 1 over the ok attempts; CI: percentile bootstrap of that "
-              "ratio, both sides resampled; p: two-sided Mann-Whitney U; Cliff's δ: P(B > A) − "
-              "P(B < A). See docs/compare.md.", "", "</details>", ""]
+    how = ("Change: the median over the pairs (A and B of one repetition, both ok) of B / A, "
+           "minus 1; CI: percentile bootstrap of that, pairs resampled; p: two-sided Wilcoxon "
+           "signed-rank test of log(B / A)" if paired else
+           "Change: median B / median A − 1 over the ok attempts; CI: percentile bootstrap of "
+           "that ratio, both sides resampled; p: two-sided Mann-Whitney U")
+    lines += ["", "<details><summary>Method</summary>", "", _md(_rule(result)) + ". " + how +
+              "; Cliff's δ: P(B > A) − P(B < A) over all ok attempts. See docs/compare.md.",
+              "", "</details>", ""]
     if plan_frame is not None:
         table = _plan_table(plan_frame)
         lines += [f"**{_md(_plan_heading(plan_frame))}**", "",
@@ -386,10 +438,14 @@ def to_json(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None) ->
         "column": result.attrs.get("column"),
         "settings": {"min_effect": s.min_effect, "confidence": s.confidence,
                      "alpha": s.alpha, "n_boot": s.n_boot, "seed": s.seed,
-                     "min_samples": s.min_samples,
-                     "effect_size": "cliffs_delta (B over A)",
-                     "test": "mann-whitney-u two-sided",
-                     "ci": "percentile bootstrap of median_b/median_a - 1"},
+                     "min_samples": s.min_samples, "method": s.method,
+                     "method_reason": result.attrs.get("method_reason"),
+                     "effect_size": "cliffs_delta (B over A, all ok attempts)",
+                     **({"test": "wilcoxon signed-rank two-sided on log(b/a) per pair",
+                         "ci": "percentile bootstrap of exp(median log(b/a)) - 1, pairs "
+                               "resampled"} if s.method == "paired" else
+                        {"test": "mann-whitney-u two-sided",
+                         "ci": "percentile bootstrap of median_b/median_a - 1"})},
         "forced": bool(result.attrs.get("forced")),
         "host_differences": list(result.attrs.get("host_differences") or []),
         "changed": {k: {"a": v[0], "b": v[1]}
@@ -402,6 +458,7 @@ def to_json(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None) ->
     if plan_frame is not None:
         out["plan"] = {"effect": plan_frame.attrs["effect"], "power": plan_frame.attrs["power"],
                        "alpha": plan_frame.attrs["alpha"],
+                       "method": plan_frame.attrs.get("method", "unpaired"),
                        "cells": [{k: _clean(v) for k, v in row.items()}
                                  for row in plan_frame.to_dict(orient="records")]}
     return out

@@ -34,7 +34,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Mapping, Sequence
+from typing import BinaryIO, Callable, Mapping, Sequence, TypeVar
 
 import paramiko
 
@@ -163,6 +163,7 @@ class HostKeyError(ConnectError):
 
 
 _log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -176,6 +177,59 @@ class Background:
     stderr: str
     exit_file: str
     exit_code: int | None = field(default=None)
+
+
+class Held(ABC):
+    """A command kept running by :meth:`Executor.hold` while its channel is open."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close its stdin (and channel): the command sees end of file and ends."""
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """True while the command runs and its channel is open."""
+
+
+class _LocalHeld(Held):
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+class _SSHHeld(Held):
+    def __init__(self, chan: paramiko.Channel) -> None:
+        self.chan = chan
+
+    def close(self) -> None:
+        try:
+            self.chan.close()
+        except Exception:  # a dead connection: the command has ended with it
+            pass
+
+    def alive(self) -> bool:
+        transport = self.chan.get_transport()
+        return (not self.chan.closed and not self.chan.exit_status_ready()
+                and transport is not None and transport.is_active())
+
+
+def _ready_split(buf: bytes, ready: str) -> str | None:
+    """The output before the line ``ready``, once ``buf`` holds that line."""
+    lines = buf.decode(errors="replace").split("\n")
+    if ready in lines[:-1]:
+        return "\n".join(lines[:lines.index(ready)])
+    return None
 
 
 def _full_argv(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> list[str]:
@@ -226,6 +280,14 @@ class Executor(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the connection."""
+
+    @abstractmethod
+    def hold(self, argv: Sequence[str], ready: str, timeout: float
+             ) -> tuple["Held | None", int, str]:
+        """Run ``argv`` until it prints the line ``ready``, then keep it running, attached to
+        this connection, until the returned handle is closed or the connection ends (its stdin
+        then reaches end of file). Returns (handle, 0, output before ``ready``); when the
+        command exits first: (None, its exit status, its output)."""
 
     # -- shared behaviour ---------------------------------------------------------------------
     def run(
@@ -442,6 +504,10 @@ class PrivateFilesExecutor(Executor):
     def read_bytes(self, remote: str) -> bytes:
         return self.inner.read_bytes(remote)
 
+    def hold(self, argv: Sequence[str], ready: str, timeout: float
+             ) -> tuple[Held | None, int, str]:
+        return self.inner.hold(["sh", "-c", self._UMASK, "sh", *argv], ready, timeout)
+
     def close(self) -> None:
         pass
 
@@ -515,6 +581,28 @@ class LocalExecutor(Executor):
     def read_bytes(self, remote: str) -> bytes:
         return Path(remote).read_bytes()
 
+    def hold(self, argv: Sequence[str], ready: str, timeout: float
+             ) -> tuple[Held | None, int, str]:
+        proc = subprocess.Popen([str(a) for a in argv], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        assert proc.stdout is not None
+        buf, deadline = b"", time.monotonic() + timeout
+        while True:
+            if (before := _ready_split(buf, ready)) is not None:
+                return _LocalHeld(proc), 0, before
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _LocalHeld(proc).close()
+                raise CommandTimeout(self.name, argv, timeout)
+            if select.select([proc.stdout], [], [], min(left, 0.1))[0]:
+                chunk = os.read(proc.stdout.fileno(), 4096)
+                if not chunk:
+                    if proc.stdin is not None:
+                        proc.stdin.close()
+                    return None, proc.wait(), buf.decode(errors="replace")
+                buf += chunk
+
     def close(self) -> None:
         pass
 
@@ -571,6 +659,8 @@ class SSHExecutor(Executor):
         self.target = target
         # host keys accepted on first use by this executor (recorded in campaign.json)
         self.trusted_host_keys: list[dict[str, str]] = []
+        # called after the connection was re-established (e.g. to take the node lease again)
+        self.after_reconnect: list[Callable[[], None]] = []
         self._jump: paramiko.SSHClient | None = None
         self._client = self._connect(target)
         self._sftp: paramiko.SFTPClient | None = None
@@ -648,6 +738,7 @@ class SSHExecutor(Executor):
     reconnect_delay = 0.5
     reconnect_max_delay = 8.0
     reconnects = 0  # how often this executor re-established its connection
+    sftp_timeout = 120.0  # s without any progress of an SFTP operation: the link is dead
     _gave_up: str | None = None
 
     def _live_transport(self) -> paramiko.Transport:
@@ -683,6 +774,11 @@ class SSHExecutor(Executor):
                 last = str(exc).removeprefix(f"{self.name}: ")
                 continue
             self.reconnects += 1
+            for hook in self.after_reconnect:
+                try:
+                    hook()
+                except Exception as exc:  # the command that reconnected must still run
+                    _log.warning("%s: after reconnecting: %s", self.name, exc)
             return
         self._gave_up = (f"{self.name}: SSH connection to {self.target.host}:{self.target.port} "
                          f"lost ({why}) and not re-established after {self.reconnect_tries} "
@@ -744,32 +840,88 @@ class SSHExecutor(Executor):
         _, err_s = _split_marker(b"".join(err).decode(errors="replace"))
         return code, b"".join(out).decode(errors="replace"), err_s, time.monotonic() - t0
 
+    def hold(self, argv: Sequence[str], ready: str, timeout: float
+             ) -> tuple[Held | None, int, str]:
+        chan = self._live_transport().open_session(timeout=30)
+        buf, deadline = b"", time.monotonic() + timeout
+        try:
+            chan.exec_command(shlex.join([str(a) for a in argv]))
+            while True:
+                if (before := _ready_split(buf, ready)) is not None:
+                    return _SSHHeld(chan), 0, before
+                if chan.recv_ready():
+                    buf += chan.recv(4096)
+                    continue
+                if chan.exit_status_ready() and chan.eof_received:
+                    code = chan.recv_exit_status()
+                    chan.close()
+                    return None, code, buf.decode(errors="replace")
+                if time.monotonic() > deadline:
+                    raise CommandTimeout(self.name, argv, timeout)
+                select.select([chan], [], [], 0.05)
+        except BaseException:
+            chan.close()
+            raise
+
     @property
     def sftp(self) -> paramiko.SFTPClient:
         """The node's SFTP session (opened on first use)."""
         if self._sftp is None:
             self._live_transport()
             self._sftp = self._client.open_sftp()
+            # a silently dead link would otherwise block a read forever
+            self._sftp.get_channel().settimeout(self.sftp_timeout)  # type: ignore[union-attr]
         return self._sftp
 
+    def _file_op(self, what: str, op: Callable[[paramiko.SFTPClient], _T]) -> _T:
+        """Run an SFTP operation; when the connection drops during it, reconnect (with the
+        same bounded backoff as commands) and run it once more from the start. Every
+        operation here can be repeated: files are written whole, renamed into place, or
+        truncated and fetched again."""
+        try:
+            return op(self.sftp)
+        except TimeoutError:  # no byte for sftp_timeout s: the connection is as good as gone
+            pass
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            transport = self._client.get_transport()
+            if isinstance(exc, OSError) and exc.errno is not None and transport is not None \
+                    and transport.is_active():
+                raise  # a real file error (no such file, permission): not the connection
+        self._sftp = None
+        self._reconnect(f"during sftp {what}")
+        return op(self.sftp)
+
     def put(self, local: Path | str, remote: str) -> None:
-        self.sftp.put(str(local), remote)
-        self.sftp.chmod(remote, stat.S_IMODE(os.stat(local).st_mode))
+        def op(sftp: paramiko.SFTPClient) -> None:
+            sftp.put(str(local), remote)
+            sftp.chmod(remote, stat.S_IMODE(os.stat(local).st_mode))
+
+        self._file_op(f"put {remote}", op)
 
     def get(self, remote: str, local: Path | str) -> None:
-        with _private_file(local) as fh:
-            self.sftp.getfo(remote, fh)
+        def op(sftp: paramiko.SFTPClient) -> None:
+            with _private_file(local) as fh:  # truncated on each try
+                sftp.getfo(remote, fh)
+
+        self._file_op(f"get {remote}", op)
 
     def write_bytes(self, remote: str, data: bytes, mode: int = 0o644) -> None:
         tmp = f"{remote}.tmp{os.getpid()}"
-        with self.sftp.open(tmp, "wb") as fh:
-            fh.write(data)
-        self.sftp.chmod(tmp, mode)
-        self.sftp.posix_rename(tmp, remote)
+
+        def op(sftp: paramiko.SFTPClient) -> None:
+            with sftp.open(tmp, "wb") as fh:
+                fh.write(data)
+            sftp.chmod(tmp, mode)
+            sftp.posix_rename(tmp, remote)
+
+        self._file_op(f"write {remote}", op)
 
     def read_bytes(self, remote: str) -> bytes:
-        with self.sftp.open(remote, "rb") as fh:
-            return fh.read()
+        def op(sftp: paramiko.SFTPClient) -> bytes:
+            with sftp.open(remote, "rb") as fh:
+                return fh.read()
+
+        return self._file_op(f"read {remote}", op)
 
     def close(self) -> None:
         if self._sftp is not None:

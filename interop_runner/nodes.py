@@ -24,6 +24,7 @@ from .executor import (CommandFailed, Executor, ExecutorError, Result, SSHExecut
                        SSHTarget)
 from .hostfacts import FACTS_SCRIPT, split_sections, summarize_facts
 from .implementations import ImplementationMeta
+from .lease import Lease, holder, owner_line
 from .units import format_iec
 
 REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl", "ps",
@@ -75,6 +76,7 @@ class Node:
     campaign_id: str
     command_timeout: float = 120.0
     facts: dict[str, Any] = field(default_factory=dict)
+    lease: Lease | None = None
 
     @classmethod
     def connect(cls, name: str, cfg: NodeConfig, campaign_id: str,
@@ -292,8 +294,22 @@ class Node:
         except ExecutorError:
             pass
 
+    def take_lease(self, wait: float = 10.0) -> None:
+        """Hold this node directory for this runner until :meth:`close` (lease.NodeBusy when
+        another runner holds it); taken again after a reconnect."""
+        self.lease = Lease(self.executor, self.cfg.workdir, owner_line(self.campaign_id))
+        self.lease.take(wait)
+        if isinstance(self.executor, SSHExecutor):
+            self.executor.after_reconnect.append(self.lease.retake)
+
+    def lease_holder(self) -> str | None:
+        """Who holds this node directory's lease (None: free)."""
+        return holder(self.executor, self.cfg.workdir, self.command_timeout)
+
     def close(self) -> None:
-        """Close the connection."""
+        """Give up the lease and close the connection."""
+        if self.lease is not None:
+            self.lease.release()
         self.executor.close()
 
     def __repr__(self) -> str:

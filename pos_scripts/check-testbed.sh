@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Check a testbed file of real hosts from the management node, the way the runner will use it:
 # per node SSH (the configured user, port, key, known_hosts and jump host; BatchMode, so no
-# prompts; unknown host keys are refused as the runner refuses them), the data-plane interface
+# prompts; unknown host keys are refused as the runner refuses them, or added with a warning
+# where the testbed file sets ssh.trust_on_first_use), the data-plane interface
 # and its address, the tools the runner calls, and from the client a ping to the server's
 # data-plane address over the data interface. One line per check (ok / FAIL / warn / skip);
 # exit status 1 if any check failed, 2 for a bad testbed file or usage.
@@ -18,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON=${QIR_PYTHON:-$ROOT/.venv/bin/python}
 PROG=check-testbed
 
-usage() { sed -n '9,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '10,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die() {
   printf '%s: %s\n' "$PROG" "$*" >&2
   exit 2
@@ -72,7 +73,9 @@ def ssh_opts(s, timeout):
     """OpenSSH options equivalent to the runner's paramiko connection (executor.SSHExecutor)."""
     opts = ["-F", "/dev/null", "-p", str(s.port), "-l", s.user, "-o", "BatchMode=yes",
             "-o", f"ConnectTimeout={max(1, math.ceil(timeout or s.connect_timeout))}",
-            "-o", "StrictHostKeyChecking=yes", "-o", "GlobalKnownHostsFile=/dev/null",
+            # trust on first use as the runner: an unknown key is added, a changed one refused
+            "-o", "StrictHostKeyChecking=" + ("accept-new" if s.trust_on_first_use else "yes"),
+            "-o", "GlobalKnownHostsFile=/dev/null",
             "-o", f"UserKnownHostsFile={exp(s.known_hosts or '~/.ssh/known_hosts')}",
             "-o", "LogLevel=ERROR"]
     if s.key:
@@ -90,14 +93,15 @@ for i, (name, n) in enumerate(sorted(tb.nodes.items(), key=lambda kv: kv[1].role
           f"IP[{i}]={q(str(ipaddress.ip_address(n.ip)))} HOST[{i}]={q(s.host)} "
           f"TARGET[{i}]={q(f'{s.user}@{s.host}:{s.port}' + (f' via {s.jump.host}' if s.jump else ''))} "
           f"KEY[{i}]={q(exp(s.key))} KNOWN[{i}]={q(exp(s.known_hosts or '~/.ssh/known_hosts'))} "
-          f"CT[{i}]={max(1, math.ceil(timeout or s.connect_timeout))}")
+          f"CT[{i}]={max(1, math.ceil(timeout or s.connect_timeout))} "
+          f"TOFU[{i}]={int(s.trust_on_first_use)}")
     print(f"SSHOPTS_{i}=({' '.join(q(o) for o in ssh_opts(s, timeout))})")
 print(f"REQUIRED_TOOLS=({' '.join(q(t) for t in REQUIRED_TOOLS)})")
 print(f"MONITORS=({' '.join(q(f'{m}:' + ','.join(spec.tools)) for m, spec in MONITOR_SPECS.items())})")
 EOF
 settings=$(PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" \
   "$PYTHON" -c "$PY" "$file" "$timeout_override") || exit 2
-declare -a NAME ROLE IFACE IP HOST TARGET KEY KNOWN CT REQUIRED_TOOLS MONITORS
+declare -a NAME ROLE IFACE IP HOST TARGET KEY KNOWN CT TOFU REQUIRED_TOOLS MONITORS
 TESTBED=""
 eval "$settings"
 
@@ -139,9 +143,15 @@ for i in "${!NAME[@]}"; do
   reachable[i]=0
   if [[ -n ${KEY[i]} && ! -r ${KEY[i]} ]]; then
     fail "$n" "ssh ${TARGET[i]}: key ${KEY[i]} not found or not readable"
-  elif [[ ! -r ${KNOWN[i]} ]]; then
-    fail "$n" "ssh ${TARGET[i]}: known_hosts ${KNOWN[i]} not found (the runner refuses unknown host keys; ssh-keyscan the node into it)"
+  elif [[ ! -r ${KNOWN[i]} && ${TOFU[i]} != 1 ]]; then
+    fail "$n" "ssh ${TARGET[i]}: known_hosts ${KNOWN[i]} not found (the runner refuses unknown host keys; ssh-keyscan the node into it, or set ssh.trust_on_first_use: true)"
+  elif [[ ${TOFU[i]} == 1 && ! -d $(dirname -- "${KNOWN[i]}") ]] &&
+      ! install -d -m 700 -- "$(dirname -- "${KNOWN[i]}")"; then
+    fail "$n" "ssh ${TARGET[i]}: cannot create the directory of known_hosts ${KNOWN[i]}"
   elif err=$(rssh "$i" true 2>&1); then
+    if [[ ${TOFU[i]} == 1 ]]; then
+      warn "$n" "ssh.trust_on_first_use: an unknown host key is accepted and added to ${KNOWN[i]} (a changed one is still refused)"
+    fi
     ok "$n" "ssh ${TARGET[i]}"
     reachable[i]=1
   else

@@ -13,11 +13,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from interop_runner.analysis.compare import (SUBJECT, bootstrap_ci, cliffs_delta, compare,
-                                             compare_campaigns, compare_variants,
+from interop_runner.analysis import abstats
+from interop_runner.analysis.compare import (PAIR_COLUMN, SUBJECT, bootstrap_ci, cliffs_delta,
+                                             compare, compare_campaigns, compare_variants,
                                              facts_differences, find_column, forest_plot,
-                                             mann_whitney_p, plan, required_n, robust_cv,
-                                             verdict)
+                                             log_ratios, mann_whitney_p, min_pairs,
+                                             pair_noise, pair_up, paired_bootstrap_ci,
+                                             paired_change, plan, required_n, required_pairs,
+                                             robust_cv, sweep_order, verdict, wilcoxon_p,
+                                             with_pair_ids)
 from interop_runner.cli import main
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample" / "campaign.json"
@@ -48,16 +52,19 @@ def _hosts() -> dict[str, Any]:
 
 def _write_campaign(root: Path, name: str, cells: dict[tuple[str, str, str], list[float | None]],
                     *, version: str = "v1.0.0", hosts: dict[str, Any] | None = None,
-                    written: dict[tuple[str, str, str], tuple[str, str]] | None = None
-                    ) -> Path:
+                    written: dict[tuple[str, str, str], tuple[str, str]] | None = None,
+                    order: str | None = None) -> Path:
     """A campaign tree like tests/data/results-sample: campaign.json and one run.json per
-    attempt. ``cells``: (server, client, variant) -> goodputs (None: a failed attempt);
-    ``written``: the pair as the campaign wrote it (run.json ``cell``), where it differs."""
+    attempt. ``cells``: (server, client, variant) -> goodputs (None: a failed attempt), the
+    i-th value is repetition i; ``written``: the pair as the campaign wrote it (run.json
+    ``cell``), where it differs; ``order``: the run order recorded in campaign.json."""
     directory = root / name
     directory.mkdir(parents=True)
     meta = json.loads(SAMPLE.read_text())
     meta["campaign"] = name
     meta["hosts"] = hosts if hosts is not None else _hosts()
+    if order is not None:
+        meta["plan"] = {"order": order, "seed": 1}
     (directory / "campaign.json").write_text(json.dumps(meta))
     for (server, client, variant), values in cells.items():
         axes = dict(part.split("=", 1) for part in variant.split(",")) if variant else {}
@@ -566,3 +573,208 @@ def test_cli_help_names_exit_5(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "5 compare found a slower cell" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- paired A/B ----
+
+
+def _paired_frame(a: list[float | None], b: list[float | None], *, campaign: str = "ab",
+                  server: str = "x", client: str = "y") -> pd.DataFrame:
+    """One campaign, axis ``arm`` with A and B; the i-th values of ``a`` and ``b`` are
+    repetition i (None: a failed attempt)."""
+    rows = []
+    for arm, values in (("a", a), ("b", b)):
+        for rep, value in enumerate(values, start=1):
+            rows.append({"campaign": campaign, "testbed": "local", "server": server,
+                         "client": client, "testcase": "goodput", "repetition": rep,
+                         "attempt": 1, "status": "ok" if value is not None else "failed",
+                         "goodput_mbps": value, "variant": f"arm={arm}", "axis_arm": arm})
+    return pd.DataFrame(rows)
+
+
+def _drifting(seed: int = 0, n: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """A and B both scaled by a host drift of up to ±30 % from pair to pair (shared within a
+    pair), B always 5 % lower, 0.5 % noise per attempt."""
+    rng = np.random.default_rng(seed)
+    drift = rng.uniform(0.7, 1.3, n)
+    return 1000 * drift * rng.normal(1, 0.005, n), 950 * drift * rng.normal(1, 0.005, n)
+
+
+def test_wilcoxon_p_exact_values_and_scipy() -> None:
+    a = np.full(6, 1000.0)
+    # log ratios 0.01 * (1, 2, 3, 4, 5, -6): T- = 6; 14 of the 64 sign patterns have T- <= 6
+    b = a * np.exp(0.01 * np.array([1.0, 2, 3, 4, 5, -6]))
+    assert wilcoxon_p(a, b) == pytest.approx(2 * 14 / 64, rel=1e-12)
+    assert wilcoxon_p(a, b) == pytest.approx(stats.wilcoxon(np.log(b / a)).pvalue, rel=1e-12)
+    # all pairs one way: p = 2 / 2^n, exact
+    assert wilcoxon_p(a, a * 0.95) == pytest.approx(2 / 64, rel=1e-12)
+    assert wilcoxon_p(a[:5], a[:5] * 1.05) == pytest.approx(2 / 32, rel=1e-12)
+    assert min_pairs(0.05) == 6 and min_pairs(0.01) == 8
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        x, y = rng.normal(1000, 30, 15), rng.normal(1005, 30, 15)
+        ref = stats.wilcoxon(np.log(y) - np.log(x), alternative="two-sided")
+        assert wilcoxon_p(x, y) == pytest.approx(ref.pvalue, rel=1e-12)
+    assert wilcoxon_p([5.0] * 6, [5.0] * 6) == 1.0
+    assert math.isnan(wilcoxon_p([], []))
+    with pytest.raises(ValueError, match="equal lengths"):
+        log_ratios([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="positive"):
+        log_ratios([1.0, 0.0], [1.0, 1.0])
+
+
+def test_paired_change_by_hand() -> None:
+    # ratios 0.95, 1.05, 0.95, 0.90, 1.02: the median pair ratio is 0.95
+    a = [100.0, 200.0, 400.0, 1000.0, 50.0]
+    b = [95.0, 210.0, 380.0, 900.0, 51.0]
+    assert paired_change(a, b) == pytest.approx(-0.05, abs=1e-12)
+    # median B / median A - 1 would say +5 % (210 / 200): the pairs tell otherwise
+    assert np.median(b) / np.median(a) - 1 == pytest.approx(0.05)
+    # an even number of pairs: the geometric mean of the two middle ratios (0.96 and 1.04)
+    assert paired_change([100.0] * 4, [90.0, 96.0, 104.0, 110.0]) == pytest.approx(
+        math.sqrt(0.96 * 1.04) - 1, abs=1e-12)
+    assert math.isnan(paired_change([], []))
+    assert pair_noise(np.log([0.95, 1.05, 0.95, 0.90, 1.02])) == pytest.approx(
+        1.4826 * np.median(np.abs(np.log([0.95, 1.05, 0.95, 0.90, 1.02]) - np.log(0.95))))
+
+
+def test_paired_bootstrap_ci_agrees_with_scipy_bootstrap() -> None:
+    a, b = _drifting(seed=3, n=30)
+    ref = stats.bootstrap((np.log(b / a),), np.median, method="percentile",
+                          n_resamples=20_000, rng=np.random.default_rng(1)).confidence_interval
+    low, high = paired_bootstrap_ci(a, b, n_boot=20_000, rng=2)
+    assert low == pytest.approx(math.expm1(ref.low), abs=0.002)
+    assert high == pytest.approx(math.expm1(ref.high), abs=0.002)
+    assert low < paired_change(a, b) < high
+    assert paired_bootstrap_ci(a, b, rng=5) == paired_bootstrap_ci(a, b, rng=5)
+
+
+def test_required_pairs_matches_unpaired_for_independent_noise() -> None:
+    # independent noise cv per attempt: the log ratio scatters by sqrt(2) cv
+    assert required_pairs(math.sqrt(2) * 0.02, 0.02) == pytest.approx(required_n(0.02, 0.02))
+    z = 1.959963984540054 + 0.8416212335729143
+    assert required_pairs(0.01, 0.02) == pytest.approx(z * z / 4 * math.pi / 3, rel=1e-9)
+    with pytest.raises(ValueError):
+        required_pairs(0.01, 0.0)
+
+
+def test_statistics_live_in_abstats_and_are_reexported() -> None:
+    import importlib
+
+    module = importlib.import_module("interop_runner.analysis.compare")  # not the function
+    for name in ("bootstrap_ci", "cliffs_delta", "mann_whitney_p", "verdict", "required_n",
+                 "robust_cv", "_cell_rng", "wilcoxon_p", "paired_change"):
+        assert getattr(module, name) is getattr(abstats, name)
+
+
+def test_pairing_counts_failed_and_missing_partners() -> None:
+    a: list[float | None] = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1002.0]
+    b: list[float | None] = [950.0, 960.0, None, 955.0, None, 950.0]  # 3 and 5 failed, 7 missing
+    frame = _paired_frame(a, b)
+    # a rerun: repetition 2 of A has a second ok attempt, the latest counts
+    rerun = frame[(frame["variant"] == "arm=a") & (frame["repetition"] == 2)].assign(
+        attempt=2, goodput_mbps=1020.0)
+    # B's repetition 8 has no A partner
+    lone = frame[(frame["variant"] == "arm=b") & (frame["repetition"] == 1)].assign(
+        repetition=8)
+    frame = pd.concat([frame, rerun, lone], ignore_index=True)
+    groups = {arm: frame[frame["variant"] == f"arm={arm}"] for arm in "ab"}
+    pairs = pair_up(groups["a"], groups["b"])
+    assert list(pairs.a) == [1000.0, 1020.0, 1005.0, 1000.0]  # repetitions 1, 2, 4, 6
+    assert list(pairs.b) == [950.0, 960.0, 955.0, 950.0]
+    # A: 8 ok attempts, 4 paired (rep 2's first attempt, 3, 5, 7 are not); B: 5 ok, 4 paired
+    assert (pairs.unpaired_a, pairs.unpaired_b) == (4, 1)
+    row = compare_variants(frame, "axis_arm", "a", "b", paired=True, min_samples=3).iloc[0]
+    assert row["method"] == "paired" and row["n_pairs"] == 4
+    assert (row["n_a"], row["n_b"], row["failed_a"], row["failed_b"]) == (8, 5, 0, 2)
+    assert (row["unpaired_a"], row["unpaired_b"]) == (4, 1)
+    assert "5 ok attempts without an ok partner left out (A 4, B 1)" in row["note"]
+    assert "the signed-rank test needs 6 pairs" in row["note"]
+    assert row["rel_diff"] == pytest.approx(
+        math.expm1(np.median(np.log(pairs.b / pairs.a))), abs=1e-12)
+    assert row["p_value"] == pytest.approx(2 / 16)  # 4 pairs, all slower
+    assert row["verdict"] == "inconclusive"
+    # other testbeds or other written pairs are other blocks: no partners
+    other = frame.assign(testbed=np.where(frame["variant"] == "arm=b", "lab", "local"))
+    none = pair_up(other[other["variant"] == "arm=a"], other[other["variant"] == "arm=b"])
+    assert none.a.size == 0 and (none.unpaired_a, none.unpaired_b) == (8, 5)
+    written = with_pair_ids(frame.assign(cell_server="w"))
+    assert written[PAIR_COLUMN].iloc[0] == json.dumps(["ab", "local", "goodput", "w", "y",
+                                                       "1"])
+    assert with_pair_ids(frame.drop(columns="repetition"))[PAIR_COLUMN].eq("").all()
+
+
+def test_common_drift_is_slower_paired_and_inconclusive_unpaired() -> None:
+    a, b = _drifting(seed=0)
+    frame = _paired_frame(list(a), list(b))
+    paired = compare_variants(frame, "axis_arm", "a", "b", paired=True).iloc[0]
+    unpaired = compare_variants(frame, "axis_arm", "a", "b", paired=False).iloc[0]
+    assert paired["method"] == "paired" and unpaired["method"] == "unpaired"
+    assert paired["verdict"] == "slower" and paired["n_pairs"] == 12
+    assert paired["rel_diff"] == pytest.approx(-0.0498, abs=5e-4)
+    assert -0.06 < paired["ci_low"] < paired["ci_high"] < -0.04
+    assert paired["p_value"] == pytest.approx(2 / 2 ** 12)  # every pair slower
+    assert unpaired["verdict"] == "inconclusive" and pd.isna(unpaired["n_pairs"])
+    assert unpaired["ci_low"] < -0.2 and unpaired["ci_high"] > 0.2
+    assert unpaired["p_value"] > 0.3
+    # the planned repetitions follow the noise each method sees
+    side_a, side_b = frame[frame["axis_arm"] == "a"], frame[frame["axis_arm"] == "b"]
+    keys = ["server", "client", "testcase"]
+    by_pairs = plan(side_a, 0.02, by=keys, other=side_b, paired=True).iloc[0]
+    by_sides = plan(side_a, 0.02, by=keys, other=side_b).iloc[0]
+    noise = pair_noise(np.log(b / a))
+    assert by_pairs["method"] == "paired" and by_pairs["cv"] == pytest.approx(noise)
+    assert by_pairs["n"] == 12
+    assert by_pairs["n_needed"] == max(6, math.ceil(required_pairs(noise, 0.02)))
+    assert by_sides["n_needed"] > 50 * by_pairs["n_needed"]
+
+
+def test_compare_of_two_campaigns_stays_unpaired() -> None:
+    a, b = _drifting(seed=0)
+    frame = _paired_frame(list(a), list(b))
+    result = compare(frame[frame["axis_arm"] == "a"], frame[frame["axis_arm"] == "b"],
+                     by=["server", "client", "testcase"])
+    assert result.attrs["method"] == "unpaired" and list(result["method"]) == ["unpaired"]
+
+
+def test_paired_is_chosen_for_a_campaign_in_paired_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = _drifting(seed=0)
+    cells: dict[tuple[str, str, str], list[float | None]] = {
+        ("x", "y", "arm=a"): list(a), ("x", "y", "arm=b"): list(b)}
+    paired_dir = _write_campaign(tmp_path, "ab", cells, order="paired")
+    shuffled_dir = _write_campaign(tmp_path, "shuffled", cells, order="shuffled")
+    from interop_runner.analysis import load_results
+
+    frame = load_results(paired_dir)
+    assert sweep_order(frame) == "paired"
+    result = compare_variants(frame, "axis_arm", "a", "b")
+    assert result.attrs["method"] == "paired" and result.iloc[0]["verdict"] == "slower"
+    assert result.attrs["method_reason"].startswith("order paired")
+    shuffled = compare_variants(load_results(shuffled_dir), "axis_arm", "a", "b")
+    assert shuffled.attrs["method"] == "unpaired"
+    assert shuffled.attrs["method_reason"] == "the campaign ran in order shuffled, not paired"
+    # the CLI: paired by default (exit 5: slower), --unpaired forces the old way
+    assert main(["compare", str(paired_dir), "--variants", "a", "b", "--format", "json",
+                 "--plan"]) == 5
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["method"] == "paired" and "wilcoxon" in data["settings"]["test"]
+    (cell,) = data["cells"]
+    assert cell["method"] == "paired" and cell["n_pairs"] == 12 and cell["verdict"] == "slower"
+    assert data["plan"]["method"] == "paired" and data["plan"]["cells"][0]["n"] == 12
+    assert main(["compare", str(paired_dir), "--variants", "a", "b", "--unpaired",
+                 "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["method"] == "unpaired" and data["cells"][0]["n_pairs"] is None
+    assert data["cells"][0]["verdict"] == "inconclusive"
+    assert main(["compare", str(paired_dir), "--variants", "a", "b", "--plan"]) == 5
+    out = capsys.readouterr().out
+    assert "method: paired (order paired: A and B of a repetition ran back to back)" in out
+    assert "Wilcoxon signed-rank p < 0.05" in out and " pairs " in out
+    assert "plan: pairs (repetitions per arm)" in out
+    assert main(["compare", str(paired_dir), "--variants", "a", "b", "--format",
+                 "markdown"]) == 5
+    out = capsys.readouterr().out
+    assert "**Method**: paired" in out and "| pairs |" in out and "Wilcoxon" in out
+    assert main(["compare", str(shuffled_dir), "--variants", "a", "b"]) == 0
+    assert "method: unpaired (the campaign ran in order shuffled" in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -69,3 +70,95 @@ def test_file_transfer(server, tmp_path):
     server.get(f"{remote}/x.txt", tmp_path / "back.txt")
     assert (tmp_path / "back.txt").read_text() == "payload"
     server.run(["rm", "-rf", remote], timeout=10)
+
+
+def _kill_sessions(namespace: str) -> int:
+    """Kill the SSH sessions (not the listener) of a node: its connections drop at once."""
+    import signal
+    from pathlib import Path
+
+    from interop_runner.testbeds import local
+
+    from .conftest import namespace_pids
+
+    listener = local._sshd_pid(local.SERVER if local.SERVER.namespace == namespace
+                               else local.CLIENT)
+    killed = 0
+    for pid in namespace_pids(namespace) - {listener}:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() in ("sshd", "sshd-session"):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        except (OSError, ProcessLookupError):
+            pass
+    return killed
+
+
+# paramiko's read-ahead thread of the cut transfer dies with the connection (its own thread)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("direction", ["get", "put"])
+def test_sftp_transfer_cut_midway_reconnects_and_completes(server, tmp_path, direction):
+    """The connection dropped in the middle of a file transfer: the executor reconnects
+    (bounded backoff) and transfers the whole file again; the result is byte-identical."""
+    import hashlib
+    import threading
+
+    size = 256 * 2**20
+    remote = "/dev/shm/qir-sftp-cut"
+    local_file = tmp_path / "file"
+    if direction == "get":
+        server.run(["sh", "-c", f"head -c {size} /dev/urandom >{remote}"], timeout=60)
+        target = tmp_path / "back"
+    else:
+        local_file.write_bytes(os.urandom(size))
+        target = local_file
+    seen = {"killed": 0}
+
+    def cut() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if direction == "get":
+                done = target.stat().st_size if target.exists() else 0
+            else:
+                assert server_probe is not None
+                done = int(server_probe.run(["sh", "-c", f"stat -c %s {remote} 2>/dev/null "
+                                             "|| echo 0"], timeout=10).stdout.strip() or 0)
+            if done > size // 4:
+                seen["killed"] = _kill_sessions("qir-server")
+                return
+            time.sleep(0.005)
+
+    # a second connection watches the remote file grow (it is cut as well)
+    server_probe = SSHExecutor("probe", server.target) if direction == "put" else None
+    try:
+        before = server.reconnects
+        thread = threading.Thread(target=cut)
+        thread.start()
+        t0 = time.monotonic()
+        if direction == "get":
+            server.get(remote, target)
+        else:
+            server.put(local_file, remote)
+        thread.join(timeout=70)
+        assert seen["killed"] >= 1, "the connection was never cut"
+        assert server.reconnects == before + 1
+        assert time.monotonic() - t0 < 120
+        want = server.run(["sha256sum", remote], timeout=60).stdout.split()[0]
+        if direction == "get":
+            assert hashlib.sha256(target.read_bytes()).hexdigest() == want
+            assert target.stat().st_size == size
+        else:
+            assert hashlib.sha256(local_file.read_bytes()).hexdigest() == want
+    finally:
+        if server_probe is not None:
+            server_probe.close()
+        server.run(["rm", "-f", remote], timeout=10)
+
+
+def test_a_file_error_is_not_taken_for_a_dropped_connection(server, tmp_path):
+    before = server.reconnects
+    with pytest.raises(FileNotFoundError):
+        server.get("/nonexistent/qir-file", tmp_path / "x")
+    with pytest.raises(FileNotFoundError):
+        server.read_bytes("/nonexistent/qir-file")
+    assert server.reconnects == before

@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import time
 import uuid
@@ -583,3 +584,34 @@ def test_example_defaults_match_prepare_node() -> None:
         res = prepare("--dry-run", "--no-install", "--role", node["role"], "--iface", "lo",
                       "--addr", f"{node['ip']}/24")
         assert f"mkdir -p -m 0755 {node['workdir']} {node['tmpdir']}" in plus_lines(res.stdout)
+
+
+def test_check_trust_on_first_use_adds_the_key_as_the_runner_does(sshd_netns: dict,
+                                                                 tmp_path: Path) -> None:
+    """ssh.trust_on_first_use: a missing known_hosts is created with the node's key (0600 in
+    a 0700 directory) and a warning; a changed key is still refused."""
+    s = sshd_netns
+    known = tmp_path / "new" / "known_hosts"
+    nodes = [node_yaml("srv", "server", "127.0.0.1", s["port"], s["key"], known, "qir-pt-a",
+                       "10.0.0.1", tmp_path),
+             node_yaml("cli", "client", "127.0.0.1", s["port"], s["key"], s["known"], "qir-pt-b",
+                       "10.0.0.2", tmp_path)]
+    nodes[0]["srv"]["ssh"]["trust_on_first_use"] = True
+    tb = write_testbed(tmp_path / "tb.yml", *nodes)
+    res = run(["ip", "netns", "exec", s["ns"], CHECK, tb], timeout=120)
+    lines = res.stdout.splitlines()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"ok   srv: ssh root@127.0.0.1:{s['port']}" in lines
+    assert (f"warn srv: ssh.trust_on_first_use: an unknown host key is accepted and added to "
+            f"{known} (a changed one is still refused)") in lines
+    host_key = (s["state"] / "host_ed25519.pub").read_text().split()[1]
+    assert host_key in known.read_text()
+    assert stat.S_IMODE(known.parent.stat().st_mode) == 0o700
+    # a changed key is refused even so
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other], check=True)
+    known.write_text(f"[127.0.0.1]:{s['port']} {other.with_suffix('.pub').read_text()}")
+    res = run(["ip", "netns", "exec", s["ns"], CHECK, tb], timeout=120)
+    assert res.returncode == 1
+    assert any(ln.startswith(f"FAIL srv: ssh root@127.0.0.1:{s['port']}: ")
+               for ln in res.stdout.splitlines()), res.stdout

@@ -285,7 +285,7 @@ keylog: true
 
 
 def test_knob_journals_are_private(local_testbed):
-    from interop_runner.campaign import HOST_JOURNAL, node_knobs
+    from interop_runner.leftovers import HOST_JOURNAL, node_knobs
 
     name, cfg = local_testbed.node("server")
     node = Node.connect(name, cfg, "sec-test")

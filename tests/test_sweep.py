@@ -2,7 +2,7 @@
 
 import pytest
 
-from interop_runner.campaign import plan_runs
+from interop_runner.plan import plan_runs
 from interop_runner.config import ConfigError, load_campaign, variant_configs
 from interop_runner.sweep import Axis, Sweep, apply, order_runs, slug, variants
 

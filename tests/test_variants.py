@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.campaign import plan_runs, side_params
+from interop_runner.campaign import side_params
+from interop_runner.plan import plan_runs
 from interop_runner.config import ConfigError, load_campaign
 from interop_runner.implementations import VariantSpec, load_registry, resolve
 from interop_runner.sweep import order_runs
