@@ -51,6 +51,11 @@ What the runner does about faults:
   (the runner died in it) gets one on resume (`interrupted: true`).
 - `--resume` runs again every repetition without an `ok` (or `unsupported`) record, beside the
   stored attempts, which are never rewritten.
+- One runner per node directory: a campaign holds a lease on each node (`flock` on
+  `<workdir>/lease`, kept by a process reading the runner's SSH channel, so it ends with the
+  connection, also when the runner is SIGKILLed). Another `run` or `testbed restore` there
+  stops with one line naming the holder, so the journals above are only ever acted on for a
+  runner that is gone.
 
 | fault | reaction (on_error) | what happened | records lost | processes left | knobs not restored | resumed |
 |---|---|---|---|---|---|---|

@@ -329,6 +329,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
 
     from interop_runner import campaign as campaign_mod
     from interop_runner import config as config_mod
+    from interop_runner import plan as plan_mod
     from interop_runner.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     root = tmp_path / "impls"
@@ -343,6 +344,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
     (broken / "setup").chmod(0o755)
     monkeypatch.setattr(campaign_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(config_mod, "load_registry", lambda: load_registry(root))
+    monkeypatch.setattr(plan_mod, "load_registry", lambda: load_registry(root))
     cfg = campaign(tmp_path, """name: broken
 file_size: 1MiB
 repetitions: 1

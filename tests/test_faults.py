@@ -49,6 +49,7 @@ FAULTS = [
     "SIGINT during the transfer",
     "SIGINT during post (cleanup after the transfer)",
     "setup (build) of an implementation fails",
+    "a second runner (`run`, then `testbed restore`) started on the testbed mid-transfer",
 ]
 COLLECTOR = Collector(FAULTS)
 REPS = 3
@@ -602,6 +603,7 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
 
     from interop_runner import campaign as campaign_mod
     from interop_runner import config as config_mod
+    from interop_runner import plan as plan_mod
     from interop_runner.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     before = host_state()
@@ -616,6 +618,7 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
                      "$i\"; done\necho 'error: linker failed' >&2\nexit 2\n")
     monkeypatch.setattr(campaign_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(config_mod, "load_registry", lambda: load_registry(root))
+    monkeypatch.setattr(plan_mod, "load_registry", lambda: load_registry(root))
     cfg_path = write(tmp_path / "f-setup.yml", fault_config(tmp_path, "f-setup").read_text()
                      .replace("pairs: [{server: quic-go, client: quic-go}]",
                               "pairs: [{server: broken, client: quic-go}, "
@@ -658,6 +661,46 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
     reliability.add(row)
     assert (row.records_lost, row.processes_left, row.knobs_not_restored, row.resumed) == \
         (0, 0, 0, True), row
+
+
+# -- two runners ---------------------------------------------------------------------------------
+@pytest.mark.usefixtures("local_testbed")
+def test_second_runner_on_a_busy_testbed_is_refused(tmp_path, reliability):
+    """A campaign runs; another `run.py run` and a `run.py testbed restore` on the same nodes
+    would take its processes and knob journal for a killed runner's leftovers. Both are
+    refused by the node lease with one line, write nothing and touch nothing; the running
+    campaign finishes with every repetition ok."""
+    before = host_state()
+    # 256 MiB at 200 Mbit/s: about 11 s per repetition, so the campaign is still running
+    # while the second runner tries (each refusal takes a few seconds)
+    cfg = fault_config(tmp_path, "f-second", client_timeout=60, size="256MiB")
+    other = tmp_path / "other"
+    other.mkdir()
+    second = fault_config(other, "f-second-b", client_timeout=60)
+    seen: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def second_runner(pid: int) -> None:
+        seen["run"] = run_cli("run", str(second), "--results-dir", str(other / "results"),
+                              "--no-progress", timeout=60)
+        seen["restore"] = run_cli("testbed", "restore", timeout=60)
+
+    inj = start_injector("qir-client", CLIENT_BIN, 2, second_runner, delay=0.2)
+    camp = execute(cfg, tmp_path)
+    inj.check()
+    run, restore = seen["run"], seen["restore"]
+    for proc in (run, restore):
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in proc.stderr, \
+            proc.stderr
+        assert f"is in use by campaign {camp.name} (runner pid {os.getpid()} on " in lines[0]
+    assert not (other / "results").exists() or not any((other / "results").iterdir())
+    assert all(d["status"] == "ok" for _, d in records(camp)) and len(records(camp)) == REPS
+    finish(reliability, FAULTS[14], "refused",
+           "both stopped with one line (exit 1, no record, no change), `error: testbed local: server: "
+           f"/var/tmp/qir/server is in use by campaign {camp.name.split('_')[0]}_... (runner pid "
+           "..., since ...); wait for it to finish or stop it first` (restore: `server: ...`); "
+           "the second campaign wrote nothing; the running campaign was not touched and "
+           f"finished ({REPS} of {REPS} repetitions ok)", cfg, camp, before, [])
 
 
 # -- the process journal, without a testbed ----------------------------------------------------
