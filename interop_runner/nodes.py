@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .config import NodeConfig, SSHConfig
-from .executor import (CommandFailed, Executor, ExecutorError, Result, SSHExecutor,
-                       SSHTarget)
+from .executor import CommandFailed, Executor, ExecutorError, Result
+from .executor_ssh import SSHExecutor, SSHTarget
 from .hostfacts import FACTS_SCRIPT, split_sections, summarize_facts
 from .implementations import ImplementationMeta
 from .lease import Lease, holder, owner_line

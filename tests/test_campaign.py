@@ -298,7 +298,7 @@ pairs: [{{server: quic-go, client: quic-go}}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_port_already_in_use_fails_clearly(tmp_path, local_testbed):
-    from interop_runner.executor import SSHExecutor
+    from interop_runner.executor_ssh import SSHExecutor
     from interop_runner.nodes import ssh_target
 
     _, node = local_testbed.node("server")

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from interop_runner.executor import CommandFailed, CommandTimeout, SSHExecutor
+from interop_runner.executor import CommandFailed, CommandTimeout
+from interop_runner.executor_ssh import SSHExecutor
 from interop_runner.nodes import ssh_target
 
 from .conftest import stray_processes

@@ -23,7 +23,8 @@ import pytest
 
 from interop_runner.campaign import Campaign, CampaignStopped
 from interop_runner.config import load_campaign
-from interop_runner.executor import LocalExecutor, SSHExecutor
+from interop_runner.executor import LocalExecutor
+from interop_runner.executor_ssh import SSHExecutor
 from interop_runner.nodes import Node
 from interop_runner.orchestrator import Attempt
 from interop_runner.store import iter_run_files, read_run

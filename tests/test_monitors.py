@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.executor import LocalExecutor, SSHExecutor
+from interop_runner.executor import LocalExecutor
+from interop_runner.executor_ssh import SSHExecutor
 from interop_runner.monitors import specs
 from interop_runner.monitors.session import NodeMonitors
 from interop_runner.nodes import ssh_target

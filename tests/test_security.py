@@ -14,7 +14,8 @@ import pytest
 
 from interop_runner.config import ConfigError, SSHConfig, check_ssh_files, load_campaign_testbeds
 from interop_runner.executor import (ConnectError, HostKeyError, LocalExecutor,
-                                     PrivateFilesExecutor, SSHExecutor)
+                                     PrivateFilesExecutor)
+from interop_runner.executor_ssh import SSHExecutor
 from interop_runner.nodes import Node, ssh_target
 from interop_runner.store import new_campaign_dir, private_mkdir, write_json_atomic
 

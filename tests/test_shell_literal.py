@@ -26,7 +26,8 @@ import pytest
 from pydantic import ValidationError
 
 from interop_runner.config import CampaignConfig, NodeConfig
-from interop_runner.executor import Executor, LocalExecutor, SSHExecutor, SSHTarget
+from interop_runner.executor import Executor, LocalExecutor
+from interop_runner.executor_ssh import SSHExecutor, SSHTarget
 from interop_runner.implementations import ImplementationMeta, ParameterSpec
 from interop_runner.nodes import Node
 from interop_runner.orchestrator import Attempt, AttemptPlan

@@ -17,7 +17,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from interop_runner.executor import ConnectError, LocalExecutor, SSHExecutor, SSHTarget
+from interop_runner.executor import ConnectError, LocalExecutor
+from interop_runner.executor_ssh import SSHExecutor, SSHTarget
 from interop_runner.testbeds import local
 from interop_runner.testbeds.local import CLIENT, NODES, SERVER, NodeSpec
 

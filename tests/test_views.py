@@ -326,3 +326,20 @@ def test_every_view_survives_missing_goodput_and_draws(view, tmp_path):
     table, fig = view(data)
     assert isinstance(table, pd.DataFrame) and isinstance(fig, Figure)
     fig.savefig(tmp_path / "out.png")  # renders without pyplot
+
+
+def test_analysis_and_report_never_import_the_executor():
+    """Notebooks need no SSH: the analysis, its views, the A/B statistics and the report load
+    without the executor, paramiko or the node code."""
+    import subprocess
+    import sys
+
+    code = ("import sys, interop_runner.analysis, interop_runner.analysis.views, "
+            "interop_runner.analysis.compare, interop_runner.analysis.qir10g, "
+            "interop_runner.report; "
+            "bad = [m for m in sys.modules if m.startswith(('interop_runner.executor', "
+            "'interop_runner.nodes', 'interop_runner.lease', 'paramiko'))]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert res.returncode == 0, res.stdout + res.stderr
