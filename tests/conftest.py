@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -60,6 +61,37 @@ def namespace_pids(namespace: str) -> set[int]:
 
     out = LocalExecutor().run(["ip", "netns", "pids", namespace], timeout=10).stdout
     return {int(p) for p in out.split()}
+
+
+def sshd_processes(namespace: str) -> list[int]:
+    """sshd listener and session processes inside a node namespace."""
+    out = []
+    for pid in namespace_pids(namespace):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm in ("sshd", "sshd-session"):
+            out.append(pid)
+    return out
+
+
+def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
+    """Signal the SSH sessions (not the listener) of a node, so that its connections drop;
+    the number of processes signalled."""
+    from interop_runner.testbeds import local
+
+    node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
+    listener = local._sshd_pid(node)
+    killed = 0
+    for pid in sshd_processes(namespace):
+        if pid != listener:
+            try:
+                os.kill(pid, sig)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed
 
 
 def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from interop_runner.executor import CommandFailed, CommandTimeout
 from interop_runner.executor_ssh import SSHExecutor
 from interop_runner.nodes import ssh_target
 
-from .conftest import stray_processes
+from .conftest import kill_ssh_sessions, stray_processes
 
 
 @pytest.fixture
@@ -73,28 +74,6 @@ def test_file_transfer(server, tmp_path):
     server.run(["rm", "-rf", remote], timeout=10)
 
 
-def _kill_sessions(namespace: str) -> int:
-    """Kill the SSH sessions (not the listener) of a node: its connections drop at once."""
-    import signal
-    from pathlib import Path
-
-    from interop_runner.testbeds import local
-
-    from .conftest import namespace_pids
-
-    listener = local._sshd_pid(local.SERVER if local.SERVER.namespace == namespace
-                               else local.CLIENT)
-    killed = 0
-    for pid in namespace_pids(namespace) - {listener}:
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() in ("sshd", "sshd-session"):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        except (OSError, ProcessLookupError):
-            pass
-    return killed
-
-
 # paramiko's read-ahead thread of the cut transfer dies with the connection (its own thread)
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize("direction", ["get", "put"])
@@ -125,7 +104,7 @@ def test_sftp_transfer_cut_midway_reconnects_and_completes(server, tmp_path, dir
                 done = int(server_probe.run(["sh", "-c", f"stat -c %s {remote} 2>/dev/null "
                                              "|| echo 0"], timeout=10).stdout.strip() or 0)
             if done > size // 4:
-                seen["killed"] = _kill_sessions("qir-server")
+                seen["killed"] = kill_ssh_sessions("qir-server", signal.SIGKILL)
                 return
             time.sleep(0.005)
 

@@ -30,7 +30,8 @@ from interop_runner.orchestrator import Attempt
 from interop_runner.store import iter_run_files, read_run
 from interop_runner.testbeds import local
 
-from .conftest import ROOT, TESTBED_FILE, namespace_pids, stray_processes, write
+from .conftest import (ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, sshd_processes,
+                       stray_processes, write)
 from .reliability import DOC, Collector, Row
 from .test_campaign import default_sigint, run_cli
 from .test_campaign_sweep import host_state
@@ -273,19 +274,6 @@ def test_client_hangs_until_timeout(tmp_path, reliability):
 
 
 # -- the management connection -----------------------------------------------------------------
-def sshd_processes(ns: str) -> list[int]:
-    """sshd listener and session processes inside a node namespace."""
-    out = []
-    for pid in namespace_pids(ns):
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if comm in ("sshd", "sshd-session"):
-            out.append(pid)
-    return out
-
-
 def kill_pids(pids: list[int], sig: int = signal.SIGTERM) -> None:
     for pid in pids:
         try:
@@ -377,8 +365,7 @@ def test_management_link_down_and_up(tmp_path, reliability, monkeypatch):
         link(local.SERVER.host_if, "down")
         try:
             # the node forgets the connection meanwhile: the runner must open a new one
-            kill_pids([p for p in sshd_processes("qir-server") if p != local._sshd_pid(
-                local.SERVER)])
+            kill_ssh_sessions("qir-server")
             time.sleep(2)
         finally:
             link(local.SERVER.host_if, "up")

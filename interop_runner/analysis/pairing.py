@@ -77,11 +77,11 @@ def _ok_by_pair(group: pd.DataFrame | None) -> tuple[dict[str, float], int]:
         return {}, 0
     ok = group["status"].astype(str) == "ok"
     values = pd.to_numeric(group["goodput_mbps"], errors="coerce").astype(float)
-    usable = group[(ok & np.isfinite(values)).to_numpy(dtype=bool)]
+    usable = group.assign(goodput_mbps=values)[(ok & np.isfinite(values)).to_numpy(dtype=bool)]
     if "attempt" in usable.columns:
         usable = usable.sort_values("attempt", kind="stable", na_position="first")
     ids = with_pair_ids(usable)[PAIR_COLUMN].astype(str).tolist()
-    goodputs = pd.to_numeric(usable["goodput_mbps"], errors="coerce").astype(float).tolist()
+    goodputs = usable["goodput_mbps"].tolist()
     out = {pid: value for pid, value in zip(ids, goodputs) if pid and value > 0}
     return out, len(usable)
 

@@ -218,3 +218,13 @@ def natural_key(text: Any) -> tuple[Any, ...]:
 def stats_columns(keys: Sequence[str]) -> list[str]:
     """The columns of a cell_stats frame for these keys."""
     return [*keys, *STAT_COLUMNS]
+
+
+def finish_share_bars(ax: Axes, labels: Sequence[str], xlabel: str, title: str) -> None:
+    """Axes of horizontal bars stacked to shares (0..1): one row per label, top to bottom."""
+    ax.set_yticks(range(len(labels)), list(labels))
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title)

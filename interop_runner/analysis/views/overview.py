@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 from ..diagnosis import LABELS
 from ..matrix import plot_matrix, status_matrix
 from ..stats import STAT_COLUMNS, cell_stats, failed_mask, ok_mask
-from ._common import PAIR, empty, figure, has_values, natural_key, no_data, pair_label
+from ._common import (PAIR, empty, figure, finish_share_bars, has_values, natural_key,
+                      no_data, pair_label)
 
 HEATMAP_COLUMNS = [*PAIR, *STAT_COLUMNS, "failed", "timeout", "unsupported", "label"]
 BOTTLENECK_COLUMNS = [*PAIR, "variant", "cell", "attempts", "ok", "failures", *LABELS,
@@ -89,10 +90,5 @@ def bottlenecks(frame: pd.DataFrame) -> tuple[pd.DataFrame, Figure]:
             ax.barh(y, counts / total, left=left, color=COLORS[label], label=label,
                     edgecolor="black", linewidth=0.3, hatch="//" if label == "not ok" else None)
             left += counts / total
-    ax.set_yticks(y, list(table["cell"]))
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share of attempts")
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(title)
+    finish_share_bars(ax, list(table["cell"]), "share of attempts", title)
     return table, fig

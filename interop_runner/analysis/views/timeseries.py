@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ...parsers.perf import CATEGORIES
 from ..series import load_interface_rates, load_perf_categories
 from ..stats import ok_mask
-from ._common import empty, figure, no_data, pair_label
+from ._common import empty, figure, finish_share_bars, no_data, pair_label
 
 PathLike = Union[str, Path]
 Source = Union[pd.DataFrame, PathLike, Sequence[PathLike]]
@@ -100,12 +100,8 @@ def perf_categories(frame_or_paths: Source) -> tuple[pd.DataFrame, Figure]:
                           for b in bars])
         ax.barh(range(len(bars)), width, left=left, label=str(category))
         left += width
-    ax.set_yticks(range(len(bars)), [f"{impl} ({role})" for impl, role in bars])
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("mean share of non-idle samples")
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(title)
+    finish_share_bars(ax, [f"{impl} ({role})" for impl, role in bars],
+                      "mean share of non-idle samples", title)
     return table, fig
 
 
