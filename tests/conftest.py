@@ -45,8 +45,8 @@ def local_testbed():
     """Bring the namespace testbed up for the session (down at the end if we brought it up)."""
     if os.geteuid() != 0 or shutil.which("sshd", path="/usr/sbin:/usr/bin") is None:
         pytest.skip("integration tests need root and openssh-server (pos_scripts/install.sh)")
-    from interop_runner.config import load_testbed
-    from interop_runner.testbeds import local
+    from interop_runner.config.campaign import load_testbed
+    from interop_runner.testbed import local
 
     was_up = local.status().healthy
     local.up()
@@ -57,7 +57,7 @@ def local_testbed():
 
 def namespace_pids(namespace: str) -> set[int]:
     """PIDs of all processes inside a network namespace, as seen from the root namespace."""
-    from interop_runner.executor import LocalExecutor
+    from interop_runner.remote.executor import LocalExecutor
 
     out = LocalExecutor().run(["ip", "netns", "pids", namespace], timeout=10).stdout
     return {int(p) for p in out.split()}
@@ -79,7 +79,7 @@ def sshd_processes(namespace: str) -> list[int]:
 def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
     """Signal the SSH sessions (not the listener) of a node, so that its connections drop;
     the number of processes signalled."""
-    from interop_runner.testbeds import local
+    from interop_runner.testbed import local
 
     node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
     listener = local._sshd_pid(node)
@@ -98,7 +98,7 @@ def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
     """Processes in the namespace other than sshd (listener and session processes)."""
     import time
 
-    from interop_runner.testbeds import local
+    from interop_runner.testbed import local
 
     node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
     deadline = time.monotonic() + settle_s

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.store import iter_run_files, read_run
+from interop_runner.storage.store import iter_run_files, read_run
 
 from .conftest import TESTBED_FILE
 from .test_campaign import assert_nodes_clean, run_cli
@@ -99,7 +99,7 @@ sweep:
                  "--column", "variant", "--format", "markdown")
     assert md.returncode == 5 and "slower" in md.stdout and md.stdout.lstrip().startswith("#")
     # the report has an A/B section: the same verdict, and its forest plot
-    from interop_runner.report import build_report
+    from interop_runner.report.build import build_report
 
     report = build_report([camp], tmp_path / "report")
     (section,) = report.campaigns

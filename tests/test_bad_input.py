@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.cli import main
+from interop_runner.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ROOT / "tests" / "data" / "bad_input"
@@ -142,7 +142,8 @@ def test_unknown_key_hint_replaces_missing_key(monkeypatch: pytest.MonkeyPatch) 
 
 
 def config_error_line(path: Path) -> str:
-    from interop_runner.config import ConfigError, check_ssh_files, load_campaign_testbeds
+    from interop_runner.errors import ConfigError
+    from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
 
     rel = path.relative_to(ROOT)
     try:

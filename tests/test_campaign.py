@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.campaign import Campaign
-from interop_runner.config import load_campaign
-from interop_runner.orchestrator import Attempt
+from interop_runner.measure.campaign import Campaign
+from interop_runner.config.campaign import load_campaign
+from interop_runner.measure.attempt import Attempt
 
 from .conftest import ROOT, TESTBED_FILE, namespace_pids, stray_processes, write
 
@@ -298,8 +298,8 @@ pairs: [{{server: quic-go, client: quic-go}}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_port_already_in_use_fails_clearly(tmp_path, local_testbed):
-    from interop_runner.executor_ssh import SSHExecutor
-    from interop_runner.nodes import ssh_target
+    from interop_runner.remote.ssh import SSHExecutor
+    from interop_runner.testbed.node import ssh_target
 
     _, node = local_testbed.node("server")
     squatter = SSHExecutor("server", ssh_target(node.ssh))
@@ -327,10 +327,10 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
                                                               monkeypatch):
     import shutil
 
-    from interop_runner import campaign as campaign_mod
-    from interop_runner import config as config_mod
-    from interop_runner import plan as plan_mod
-    from interop_runner.implementations import IMPLEMENTATIONS_DIR, load_registry
+    from interop_runner.measure import campaign as campaign_mod
+    from interop_runner.config import campaign as config_mod
+    from interop_runner.measure import plan as plan_mod
+    from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     root = tmp_path / "impls"
     shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "quic-go")

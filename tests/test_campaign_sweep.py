@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.campaign import Campaign
-from interop_runner.config import load_campaign
-from interop_runner.executor import LocalExecutor
-from interop_runner.knobs import DEFAULT_SOCKET_BUFFER
-from interop_runner.orchestrator import Attempt
-from interop_runner.store import iter_run_files, read_run
+from interop_runner.measure.campaign import Campaign
+from interop_runner.config.campaign import load_campaign
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.config.knobs import DEFAULT_SOCKET_BUFFER
+from interop_runner.measure.attempt import Attempt
+from interop_runner.storage.store import iter_run_files, read_run
 
 from .conftest import ROOT
 from .test_campaign import assert_nodes_clean, campaign, default_sigint, run_cli

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from interop_runner.analysis import abstats
-from interop_runner.analysis.compare import (PAIR_COLUMN, SUBJECT, bootstrap_ci, cliffs_delta,
+from interop_runner.analysis.ab import stats as abstats
+from interop_runner.analysis.ab.compare import (PAIR_COLUMN, SUBJECT, bootstrap_ci, cliffs_delta,
                                              compare, compare_campaigns, compare_variants,
                                              facts_differences, find_column, forest_plot,
                                              log_ratios, mann_whitney_p, min_pairs,
@@ -22,7 +22,7 @@ from interop_runner.analysis.compare import (PAIR_COLUMN, SUBJECT, bootstrap_ci,
                                              paired_change, plan, required_n, required_pairs,
                                              robust_cv, sweep_order, verdict, wilcoxon_p,
                                              with_pair_ids)
-from interop_runner.cli import main
+from interop_runner.cli.main import main
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample" / "campaign.json"
 
@@ -661,7 +661,7 @@ def test_required_pairs_matches_unpaired_for_independent_noise() -> None:
 def test_statistics_live_in_abstats_and_are_reexported() -> None:
     import importlib
 
-    module = importlib.import_module("interop_runner.analysis.compare")  # not the function
+    module = importlib.import_module("interop_runner.analysis.ab.compare")  # not the function
     for name in ("bootstrap_ci", "cliffs_delta", "mann_whitney_p", "verdict", "required_n",
                  "robust_cv", "_cell_rng", "wilcoxon_p", "paired_change"):
         assert getattr(module, name) is getattr(abstats, name)

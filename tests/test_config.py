@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.cli import main
-from interop_runner.config import DEFAULT_FILE_SIZE, ConfigError, load_campaign, load_testbed
+from interop_runner.cli.main import main
+from interop_runner.errors import ConfigError
+from interop_runner.config.campaign import DEFAULT_FILE_SIZE, load_campaign, load_testbed
 
 from .conftest import TESTBED_FILE, write
 

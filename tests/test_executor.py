@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from interop_runner.executor import CommandFailed, CommandTimeout, LocalExecutor
+from interop_runner.remote.executor import CommandFailed, CommandTimeout, LocalExecutor
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from interop_runner.executor import CommandFailed, CommandTimeout
-from interop_runner.executor_ssh import SSHExecutor
-from interop_runner.nodes import ssh_target
+from interop_runner.remote.executor import CommandFailed, CommandTimeout
+from interop_runner.remote.ssh import SSHExecutor
+from interop_runner.testbed.node import ssh_target
 
 from .conftest import kill_ssh_sessions, stray_processes
 

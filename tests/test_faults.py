@@ -21,14 +21,14 @@ from typing import Any, Callable
 
 import pytest
 
-from interop_runner.campaign import Campaign, CampaignStopped
-from interop_runner.config import load_campaign
-from interop_runner.executor import LocalExecutor
-from interop_runner.executor_ssh import SSHExecutor
-from interop_runner.nodes import Node
-from interop_runner.orchestrator import Attempt
-from interop_runner.store import iter_run_files, read_run
-from interop_runner.testbeds import local
+from interop_runner.measure.campaign import Campaign, CampaignStopped
+from interop_runner.config.campaign import load_campaign
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.remote.ssh import SSHExecutor
+from interop_runner.testbed.node import Node
+from interop_runner.measure.attempt import Attempt
+from interop_runner.storage.store import iter_run_files, read_run
+from interop_runner.testbed import local
 
 from .conftest import (ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, sshd_processes,
                        stray_processes, write)
@@ -589,10 +589,10 @@ def test_sigint_during_post(tmp_path, reliability, monkeypatch):
 def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
     import shutil
 
-    from interop_runner import campaign as campaign_mod
-    from interop_runner import config as config_mod
-    from interop_runner import plan as plan_mod
-    from interop_runner.implementations import IMPLEMENTATIONS_DIR, load_registry
+    from interop_runner.measure import campaign as campaign_mod
+    from interop_runner.config import campaign as config_mod
+    from interop_runner.measure import plan as plan_mod
+    from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     before = host_state()
     root = tmp_path / "impls"

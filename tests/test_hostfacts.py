@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from interop_runner.hostfacts import split_sections, summarize_facts
+from interop_runner.parsers.hostfacts import split_sections, summarize_facts
 
 DATA = Path(__file__).parent / "data" / "hostfacts"
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.config import NodeConfig, SSHConfig
-from interop_runner.executor import LocalExecutor
-from interop_runner.implementations import (IMPLEMENTATIONS_DIR, ParameterSpec, common_alpn,
+from interop_runner.config.campaign import NodeConfig, SSHConfig
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.config.implementations import (IMPLEMENTATIONS_DIR, ParameterSpec, common_alpn,
                                             load_registry)
-from interop_runner.nodes import Node
-from interop_runner.params import StandardParams
-from interop_runner.orchestrator import Attempt, AttemptPlan
+from interop_runner.testbed.node import Node
+from interop_runner.config.params import StandardParams
+from interop_runner.measure.attempt import Attempt, AttemptPlan
 
 CONTRACT_SERVER = {"ROLE", "TESTCASE", "IP", "PORT", "ALPN", "WWW", "CERTS", "LOGS",
                    "SSLKEYLOGFILE", "QLOGDIR", "SETUP_DIR"}
@@ -116,7 +116,7 @@ def test_scripts_pass_shellcheck():
 
 
 def test_docs_support_table_matches_meta_files():
-    from interop_runner.implementations import support_table
+    from interop_runner.config.implementations import support_table
 
     doc = (IMPLEMENTATIONS_DIR.parent / "docs" / "implementations.md").read_text()
     assert support_table(load_registry()) in doc

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.implementations import common_alpn, load_registry
-from interop_runner.params import normalise_cc
+from interop_runner.config.implementations import common_alpn, load_registry
+from interop_runner.config.params import normalise_cc
 
 from .test_campaign import assert_nodes_clean, campaign, execute
 
@@ -137,7 +137,7 @@ pairs:
 
 
 def test_interop_config_is_the_full_matrix():
-    from interop_runner.config import load_campaign
+    from interop_runner.config.campaign import load_campaign
 
     cfg, _ = load_campaign(Path(__file__).parent.parent / "configs" / "interop.yml")
     assert set(cfg.servers) == set(cfg.clients) == set(NAMES)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.executor import LocalExecutor
-from interop_runner.lease import Lease, NodeBusy, holder, owner_line
-from interop_runner.nodes import Node
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.errors import NodeBusy
+from interop_runner.remote.lease import Lease, holder, owner_line
+from interop_runner.testbed.node import Node
 
 from .conftest import ROOT, TESTBED_FILE, stray_processes, write
 
@@ -48,8 +49,8 @@ def test_a_free_directory_has_no_holder_and_is_not_created_by_peeking(tmp_path):
 def test_the_lease_ends_with_the_runner_that_held_it(tmp_path):
     """A runner killed with SIGKILL holds nothing: its lock ends with its connection."""
     code = ("import sys, time; sys.path.insert(0, sys.argv[1]);"
-            "from interop_runner.executor import LocalExecutor;"
-            "from interop_runner.lease import Lease;"
+            "from interop_runner.remote.executor import LocalExecutor;"
+            "from interop_runner.remote.lease import Lease;"
             "Lease(LocalExecutor('n'), sys.argv[2], 'killed runner').take();"
             "print('held', flush=True); time.sleep(600)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT), str(tmp_path / "w")],

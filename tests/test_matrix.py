@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
 from interop_runner.analysis import goodput_matrix, plot_matrix, status_matrix  # noqa: E402
-from interop_runner.cli import main  # noqa: E402
+from interop_runner.cli.main import main  # noqa: E402
 
 
 def _frame() -> pd.DataFrame:

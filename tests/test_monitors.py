@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.executor import LocalExecutor
-from interop_runner.executor_ssh import SSHExecutor
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.remote.ssh import SSHExecutor
 from interop_runner.monitors import specs
-from interop_runner.monitors.session import NodeMonitors
-from interop_runner.nodes import ssh_target
+from interop_runner.measure.monitor_session import NodeMonitors
+from interop_runner.testbed.node import ssh_target
 
 from .test_campaign import assert_nodes_clean, campaign, execute
 
@@ -182,7 +182,7 @@ def test_cache_is_used_and_invalidated(tmp_path):
 def test_perf_tcpdump_ifstat_qlog(tmp_path, local_testbed):
     from interop_runner.analysis import (load_core_usage, load_cpu_series, load_interface_rates,
                                          load_perf_categories)
-    from interop_runner.flamegraph import find_flamegraph_tool
+    from interop_runner.measure.flamegraph import find_flamegraph_tool
 
     cfg = campaign(tmp_path, """name: heavy
 monitors: [perf, tcpdump, ifstat, qlog, pidstat, mpstat]

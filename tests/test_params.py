@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.implementations import load_registry
-from interop_runner.params import (LIBRARY_DEFAULT, StandardParams, Supports, check_negotiated,
+from interop_runner.config.implementations import load_registry
+from interop_runner.config.params import (LIBRARY_DEFAULT, StandardParams, Supports, check_negotiated,
                                    normalise_cc, parse_negotiated, resolve)
 
 FULL = Supports(congestion_control=["cubic", "reno", "bbr"],

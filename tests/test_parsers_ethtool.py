@@ -148,6 +148,6 @@ def test_speed_bnxt():
 
 def test_parsers_never_import_the_executor():
     code = ("import sys, interop_runner.parsers; "
-            "sys.exit('interop_runner.executor' in sys.modules "
-            "or 'interop_runner.executor_ssh' in sys.modules)")
+            "sys.exit('interop_runner.remote.executor' in sys.modules "
+            "or 'interop_runner.remote.ssh' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0

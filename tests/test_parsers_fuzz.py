@@ -34,8 +34,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.monitors import monitor_columns
-from interop_runner.flamegraph import write_folded
+from interop_runner.analysis.columns import monitor_columns
+from interop_runner.parsers.folded import write_folded
 from interop_runner.parsers import (ParseError, cpu_pct, ethtool_totals_delta, mean_cpu_pct,
                                     nstat_delta, parse_ethtool_stats, parse_ifstat,
                                     parse_mpstat_json, parse_netstat_s, parse_nstat,

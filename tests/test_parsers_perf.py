@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interop_runner import flamegraph
-from interop_runner.flamegraph import (FlamegraphToolMissing, read_folded, write_flamegraph,
-                                       write_folded)
+from interop_runner.measure import flamegraph
+from interop_runner.measure.flamegraph import FlamegraphToolMissing, write_flamegraph
+from interop_runner.parsers.folded import read_folded, write_folded
 from interop_runner.parsers import ParseError, perf
 from interop_runner.parsers.perf import (CATEGORIES, RulesError, categorize, category_counts,
                                          comm_totals, filter_comm, load_rules, open_perf_script,

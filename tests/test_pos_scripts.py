@@ -174,7 +174,7 @@ def test_package_list_covers_what_the_runner_uses() -> None:
         assert name in packages, f"{name} (install.sh) missing"
     # the tools the runner and the monitors call: the packages that provide them
     from interop_runner.monitors.specs import MONITOR_SPECS
-    from interop_runner.nodes import REQUIRED_TOOLS
+    from interop_runner.testbed.node import REQUIRED_TOOLS
 
     provider = {"bash": "bash", "sha256sum": "coreutils", "stat": "coreutils", "ss": "iproute2",
                 "head": "coreutils", "df": "coreutils", "env": "coreutils",
@@ -560,7 +560,7 @@ def test_check_unknown_host_key_is_refused(sshd_netns: dict, tmp_path: Path) -> 
 
 # ----------------------------------------------------------------------- example testbed --
 def test_example_testbed_validates(tmp_path: Path) -> None:
-    from interop_runner.config import load_campaign, load_testbed
+    from interop_runner.config.campaign import load_campaign, load_testbed
 
     tb = load_testbed(EXAMPLE)
     assert not tb.local

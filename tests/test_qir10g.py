@@ -1,4 +1,4 @@
-"""Result trees of the predecessor framework (QIR 10G fork): interop_runner.analysis.qir10g.
+"""Result trees of the predecessor framework (QIR 10G fork): interop_runner.analysis.importers.qir10g.
 
 Input: tests/data/qir10g/results, a subset of the published raw data of "QUIC on the Highway"
 (tumi8/quic-10g-paper, results/; copied from /work/shared/fixtures/qir10g, see the README
@@ -389,7 +389,7 @@ def test_mixed_tree_loads_own_campaigns_too(tmp_path):
 def test_report_renders_the_predecessor_tree(tmp_path):
     """`run.py report` takes the tree directly: one section per experiment directory, the
     interop matrix of crypto/aes-ni/run2 and the perf categories of the goracle repetition."""
-    from interop_runner.report import build_report
+    from interop_runner.report.build import build_report
 
     report = build_report([DATA], tmp_path / "out")
     names = sorted(c.name for c in report.campaigns)

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.config import ConfigError, SSHConfig, check_ssh_files, load_campaign_testbeds
-from interop_runner.executor import (ConnectError, HostKeyError, LocalExecutor,
-                                     PrivateFilesExecutor)
-from interop_runner.executor_ssh import SSHExecutor
-from interop_runner.nodes import Node, ssh_target
-from interop_runner.store import new_campaign_dir, private_mkdir, write_json_atomic
+from interop_runner.errors import ConfigError
+
+from interop_runner.config.campaign import SSHConfig, check_ssh_files, load_campaign_testbeds
+from interop_runner.errors import ConnectError, HostKeyError
+from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
+from interop_runner.remote.ssh import SSHExecutor
+from interop_runner.testbed.node import Node, ssh_target
+from interop_runner.storage.store import new_campaign_dir, private_mkdir, write_json_atomic
 
 from .conftest import ROOT, TESTBED_FILE, write
 
@@ -111,7 +113,7 @@ def test_private_files_executor_creates_0600_files_and_0700_dirs(tmp_path):
 
 
 def test_fetch_dir_holds_back_private_keys_and_key_logs(tmp_path):
-    from interop_runner.config import NodeConfig
+    from interop_runner.config.campaign import NodeConfig
 
     remote = tmp_path / "remote"
     files = {
@@ -286,7 +288,7 @@ keylog: true
 
 
 def test_knob_journals_are_private(local_testbed):
-    from interop_runner.leftovers import HOST_JOURNAL, node_knobs
+    from interop_runner.testbed.leftovers import HOST_JOURNAL, node_knobs
 
     name, cfg = local_testbed.node("server")
     node = Node.connect(name, cfg, "sec-test")

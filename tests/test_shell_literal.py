@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.config import CampaignConfig, NodeConfig
-from interop_runner.executor import Executor, LocalExecutor
-from interop_runner.executor_ssh import SSHExecutor, SSHTarget
-from interop_runner.implementations import ImplementationMeta, ParameterSpec
-from interop_runner.nodes import Node
-from interop_runner.orchestrator import Attempt, AttemptPlan
-from interop_runner.store import new_campaign_dir
+from interop_runner.config.campaign import CampaignConfig, NodeConfig
+from interop_runner.remote.executor import Executor, LocalExecutor
+from interop_runner.remote.ssh import SSHExecutor, SSHTarget
+from interop_runner.config.implementations import ImplementationMeta, ParameterSpec
+from interop_runner.testbed.node import Node
+from interop_runner.measure.attempt import Attempt, AttemptPlan
+from interop_runner.storage.store import new_campaign_dir
 
 CANARY = "PWNED"  # every hostile value tries to create a file of this name
 
@@ -333,8 +333,8 @@ def test_monitor_options_reach_tcpdump_and_perf_as_argv(kind: str, tmp_path: Pat
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """monitor_options.tcpdump.filter (split like a shell would, never run by one) and
     monitor_options.perf.event (one argument) reach the tools as argv words."""
-    from interop_runner.config import MonitorOptions
-    from interop_runner.monitors.session import NodeMonitors
+    from interop_runner.config.campaign import MonitorOptions
+    from interop_runner.measure.monitor_session import NodeMonitors
 
     trap = tmp_path / "trap"
     trap.mkdir()

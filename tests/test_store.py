@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from interop_runner.store import (SCHEMA_VERSION, RunRecord, Side, StoreError, attempt_dir,
-                                  new_campaign_dir, next_attempt, read_run, write_json_atomic,
-                                  write_run)
+from interop_runner.errors import StoreError
+
+from interop_runner.storage.store import SCHEMA_VERSION, RunRecord, Side, attempt_dir, new_campaign_dir, next_attempt, read_run, write_json_atomic, write_run
 
 
 def record(rep: int = 1, attempt: int = 1, **kw) -> RunRecord:

@@ -17,10 +17,12 @@ from typing import Callable, Iterator
 
 import pytest
 
-from interop_runner.executor import ConnectError, LocalExecutor
-from interop_runner.executor_ssh import SSHExecutor, SSHTarget
-from interop_runner.testbeds import local
-from interop_runner.testbeds.local import CLIENT, NODES, SERVER, NodeSpec
+from interop_runner.errors import ConnectError
+
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.remote.ssh import SSHExecutor, SSHTarget
+from interop_runner.testbed import local
+from interop_runner.testbed.local import CLIENT, NODES, SERVER, NodeSpec
 
 TestbedError = local.TestbedError
 

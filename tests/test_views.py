@@ -335,10 +335,10 @@ def test_analysis_and_report_never_import_the_executor():
     import sys
 
     code = ("import sys, interop_runner.analysis, interop_runner.analysis.views, "
-            "interop_runner.analysis.compare, interop_runner.analysis.qir10g, "
-            "interop_runner.report; "
-            "bad = [m for m in sys.modules if m.startswith(('interop_runner.executor', "
-            "'interop_runner.nodes', 'interop_runner.lease', 'paramiko'))]; "
+            "interop_runner.analysis.ab.compare, interop_runner.analysis.importers.qir10g, "
+            "interop_runner.report.build; "
+            "bad = [m for m in sys.modules if m.startswith(('interop_runner.remote.executor', "
+            "'interop_runner.testbed.node', 'interop_runner.remote.lease', 'paramiko'))]; "
             "print(bad); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parent.parent)

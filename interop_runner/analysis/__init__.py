@@ -1,19 +1,19 @@
 """Analysis of stored results: DataFrames and summaries. Never runs commands or opens SSH."""
 
-from .compare import (compare, compare_campaigns, compare_variants, facts_differences,
+from interop_runner.analysis.ab.compare import (compare, compare_campaigns, compare_variants, facts_differences,
                       forest_plot, plan)
-from .diagnosis import add_bottleneck, diagnose
-from .matrix import goodput_matrix, plot_matrix, status_matrix
-from .qir10g import is_qir10g_tree, load_qir10g, load_qir10g_perf_categories
-from .results import COLUMNS, load_results, summarize
-from .series import (load_core_usage, load_cpu_series, load_interface_rates, load_nic_queues,
+from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
+from interop_runner.analysis.matrix import goodput_matrix, plot_matrix, status_matrix
+from interop_runner.analysis.importers.qir10g import is_qir10g_tree, load_qir10g, load_qir10g_perf_categories
+from interop_runner.analysis.results import COLUMNS, load_results, summarize
+from interop_runner.analysis.series import (load_core_usage, load_cpu_series, load_interface_rates, load_nic_queues,
                      load_perf_categories)
-from .stats import bootstrap_median_ci, cell_stats, flag_outliers, knee
+from interop_runner.analysis.stats import bootstrap_median_ci, cell_stats, flag_outliers, knee
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
 if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with load_results
-    from .views import (bottlenecks, buffer_sweep, crypto, goodput_over_time, hardware,
+    from interop_runner.analysis.views import (bottlenecks, buffer_sweep, crypto, goodput_over_time, hardware,
                         interop_heatmap, offloads, perf_categories, pinning)
 
 _VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
@@ -23,7 +23,7 @@ _VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardwar
 def __getattr__(name: str) -> _Any:
     """The view functions of :mod:`.views`, imported when first used."""
     if name in _VIEWS:
-        from . import views
+        from interop_runner.analysis import views
         return getattr(views, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

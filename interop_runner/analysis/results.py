@@ -14,9 +14,9 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 import pandas as pd
 
-from ..store import STATUSES, iter_run_files, read_run, write_json_atomic
-from .diagnosis import add_bottleneck
-from .monitors import link_rate_mbps, monitor_columns
+from interop_runner.storage.store import STATUSES, iter_run_files, read_run, write_json_atomic
+from interop_runner.analysis.diagnosis import add_bottleneck
+from interop_runner.analysis.columns import link_rate_mbps, monitor_columns
 
 # column -> pandas dtype (nullable types: a value a tool could not measure stays <NA>, never 0)
 COLUMNS: dict[str, Any] = {
@@ -226,7 +226,8 @@ def _code_version() -> str:
     """Hash of the analysis and parser sources: a changed parser invalidates every cache."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
-    for path in sorted([*package.glob("analysis/*.py"), *package.glob("parsers/*.py")]):
+    for path in sorted([*package.glob("analysis/**/*.py"), *package.glob("parsers/*.py"),
+                        *package.glob("monitors/*.py"), *package.glob("storage/*.py")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -282,7 +283,7 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
     """Load every attempt below the given campaign or results directories.
 
     Returns one row per attempt: the typed columns of :data:`COLUMNS`, monitor columns
-    (role-prefixed, see :mod:`interop_runner.analysis.monitors`), ``link_rate_mbps``,
+    (role-prefixed, see :mod:`interop_runner.analysis.columns`), ``link_rate_mbps``,
     ``monitors_missing`` and the ``bottleneck`` label. Parsed campaigns are cached as Parquet
     in ``<campaign>/.cache/`` (``cache=False`` re-parses).
     """
@@ -292,7 +293,7 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
         if not root.exists():
             raise FileNotFoundError(f"{root}: no such results directory")
         if not (root / "campaign.json").is_file():  # a predecessor (QIR 10G) tree: docs/qir10g.md
-            from .qir10g import find_qir10g_experiments, load_qir10g
+            from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
             if find_qir10g_experiments(root):
                 frames.append(load_qir10g(root))
                 if not any((d / "campaign.json").is_file() for d in root.iterdir()):

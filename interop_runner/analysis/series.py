@@ -9,10 +9,10 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from ..parsers import (ParseError, ethtool_delta, parse_ethtool_stats, parse_ifstat,
+from interop_runner.parsers import (ParseError, ethtool_delta, parse_ethtool_stats, parse_ifstat,
                        parse_mpstat_json, parse_pidstat)
-from ..store import iter_run_files, read_run
-from .monitors import ROLES, perf_shares
+from interop_runner.storage.store import iter_run_files, read_run
+from interop_runner.analysis.columns import ROLES, perf_shares
 
 ID_COLUMNS = ("campaign", "server", "client", "testcase", "repetition", "attempt", "role")
 

@@ -12,6 +12,6 @@ for the node (recorded with the reason in run.json), never a failed run. Parsing
 is the job of :mod:`interop_runner.parsers` and :mod:`interop_runner.analysis`.
 """
 
-from .specs import LIGHT_SET, MONITOR_SPECS, MonitorSpec, SeriesCommand, SnapshotCommand
+from interop_runner.monitors.specs import LIGHT_SET, MONITOR_SPECS, MonitorSpec, SeriesCommand, SnapshotCommand
 
 __all__ = ["LIGHT_SET", "MONITOR_SPECS", "MonitorSpec", "SeriesCommand", "SnapshotCommand"]

@@ -5,15 +5,15 @@ raises :class:`ParseError` (the caller records the monitor as missing with its `
 Counters a tool does not print are absent from the result, never 0.
 """
 
-from .common import ParseError, counter_delta
-from .ethtool import EthtoolStats, ethtool_delta, ethtool_totals_delta, parse_ethtool_stats
-from .ifstat import IfstatSample, parse_ifstat
-from .netstat import nstat_delta, parse_netstat_s, parse_nstat
-from .proc import ProcTimes, cpu_pct, parse_proc_times
-from .sysfs import parse_sysfs_stats
-from .sysstat import (MpstatSample, PidstatSample, mean_cpu_pct, parse_mpstat_json,
+from interop_runner.parsers.common import ParseError, counter_delta
+from interop_runner.parsers.ethtool import EthtoolStats, ethtool_delta, ethtool_totals_delta, parse_ethtool_stats
+from interop_runner.parsers.ifstat import IfstatSample, parse_ifstat
+from interop_runner.parsers.netstat import nstat_delta, parse_netstat_s, parse_nstat
+from interop_runner.parsers.proc import ProcTimes, cpu_pct, parse_proc_times
+from interop_runner.parsers.sysfs import parse_sysfs_stats
+from interop_runner.parsers.sysstat import (MpstatSample, PidstatSample, mean_cpu_pct, parse_mpstat_json,
                       parse_pidstat, pidstat_cpu_summary)
-from .tc import QdiscStats, parse_tc_qdisc
+from interop_runner.parsers.tc import QdiscStats, parse_tc_qdisc
 
 __all__ = [
     "ParseError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .common import ParseError, counter_delta, excerpt
+from interop_runner.parsers.common import ParseError, counter_delta, excerpt
 
 __all__ = ["EthtoolStats", "parse_ethtool_stats", "ethtool_delta", "ethtool_totals_delta",
            "QUEUE_SUM_PREFIX"]
@@ -172,3 +172,13 @@ def ethtool_totals_delta(before: str, after: str) -> dict[str, int]:
         if total >= 0:
             totals[QUEUE_SUM_PREFIX + name if name in clashes else name] = total
     return totals
+
+
+def parse_ethtool_features(text: str) -> dict[str, tuple[bool, bool]]:
+    """``ethtool -k`` output -> feature name -> (on, fixed)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*([a-z0-9-]+):\s+(on|off)(\s+\[fixed\])?", line)
+        if m:
+            out[m.group(1)] = (m.group(2) == "on", bool(m.group(3)))
+    return out

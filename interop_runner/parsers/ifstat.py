@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import datetime as _dt
 from datetime import timezone, tzinfo
 
-from .common import ClockToEpoch, ParseError, clock_24h, excerpt
+from interop_runner.parsers.common import ClockToEpoch, ParseError, clock_24h, excerpt
 
 __all__ = ["IfstatSample", "parse_ifstat"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .common import ParseError, counter_delta, excerpt
+from interop_runner.parsers.common import ParseError, counter_delta, excerpt
 
 __all__ = ["parse_nstat", "parse_netstat_s", "nstat_delta"]
 

@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeAlias
 
 import yaml
 
-from .common import ParseError, excerpt
+from interop_runner.parsers.common import ParseError, excerpt
 
 FoldedStacks: TypeAlias = Counter[str]
 """``comm;frame_root;...;frame_leaf`` → weight (samples by default); see :func:`parse_perf_script`."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import ParseError
+from interop_runner.parsers.common import ParseError
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Iterator
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .common import ParseError
+from interop_runner.parsers.common import ParseError
 
 QUIC_V1 = 0x00000001
 INITIAL_SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import ParseError, excerpt
+from interop_runner.parsers.common import ParseError, excerpt
 
 __all__ = ["parse_sysfs_stats"]
 

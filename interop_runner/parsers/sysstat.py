@@ -10,7 +10,7 @@ from datetime import timezone, tzinfo
 from operator import itemgetter
 from typing import Any
 
-from .common import (
+from interop_runner.parsers.common import (
     FLOATS,
     INTS,
     ClockToEpoch,

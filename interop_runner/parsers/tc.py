@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .common import ParseError, excerpt
+from interop_runner.parsers.common import ParseError, excerpt
 
 __all__ = ["QdiscStats", "parse_tc_qdisc", "tc_rate_bit_s", "tc_size_bytes"]
 

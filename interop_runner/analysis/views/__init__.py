@@ -22,13 +22,13 @@ view                   what it plots                                            
 =====================  ===========================================================  ========
 """
 
-from .ab import ab_comparison
-from .buffers import buffer_sweep
-from .hardware import hardware, host_facts
-from .overview import bottlenecks, interop_heatmap
-from .pinning import pinning
-from .settings import crypto, offloads
-from .timeseries import goodput_over_time, perf_categories
+from interop_runner.analysis.views.ab import ab_comparison
+from interop_runner.analysis.views.buffers import buffer_sweep
+from interop_runner.analysis.views.hardware import hardware, host_facts
+from interop_runner.analysis.views.overview import bottlenecks, interop_heatmap
+from interop_runner.analysis.views.pinning import pinning
+from interop_runner.analysis.views.settings import crypto, offloads
+from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
 __all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
            "host_facts", "interop_heatmap", "offloads", "perf_categories", "pinning"]

@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ..stats import STAT_COLUMNS, ok_mask
+from interop_runner.analysis.stats import STAT_COLUMNS, ok_mask
 
 PAIR = ["server", "client"]
 

@@ -7,9 +7,9 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..compare import compare_variants, forest_plot
-from ...sweep import Axis, Sweep, variants
-from ._common import campaign_metas, empty, no_data
+from interop_runner.analysis.ab.compare import compare_variants, forest_plot
+from interop_runner.config.sweep import Axis, Sweep, variants
+from interop_runner.analysis.views._common import campaign_metas, empty, no_data
 
 TITLE = "A/B comparison"
 
@@ -35,7 +35,7 @@ def ab_arms(frame: pd.DataFrame) -> tuple[str, str] | None:
 def ab_comparison(frame: pd.DataFrame, *, min_effect: float | None = None,
                   **kwargs: Any) -> tuple[pd.DataFrame, Figure]:
     """Per cell, arm B against arm A: medians, change with bootstrap CI, p, verdict (the
-    frame of :func:`~interop_runner.analysis.compare.compare_variants`) and a forest plot.
+    frame of :func:`~interop_runner.analysis.ab.compare.compare_variants`) and a forest plot.
 
     ``min_effect`` defaults to the campaign's adaptive setting, else 2 %.
     """

@@ -11,8 +11,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..stats import STAT_COLUMNS, axis_number, axis_order, cell_stats, knee
-from ._common import (PAIR, axis_column, cell_medians, empty, figure, finite, has_values,
+from interop_runner.analysis.stats import STAT_COLUMNS, axis_number, axis_order, cell_stats, knee
+from interop_runner.analysis.views._common import (PAIR, axis_column, cell_medians, empty, figure, finite, has_values,
                       no_data, no_data_axes, pair_label)
 
 DEFAULT_BUFFER = 212992  # Linux's net.core.rmem_default (208 KiB); knobs use multiples of it

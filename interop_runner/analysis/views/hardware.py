@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..stats import STAT_COLUMNS, cell_stats
-from ._common import (PAIR, campaign_dir, empty, figure, grouped_bars, has_values, no_data,
+from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats
+from interop_runner.analysis.views._common import (PAIR, campaign_dir, empty, figure, grouped_bars, has_values, no_data,
                       no_data_axes, pair_label, stack_of)
 
 ROLES = ("server", "client")

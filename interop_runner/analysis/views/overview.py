@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..diagnosis import LABELS
-from ..matrix import plot_matrix, status_matrix
-from ..stats import STAT_COLUMNS, cell_stats, failed_mask, ok_mask
-from ._common import (PAIR, empty, figure, finish_share_bars, has_values, natural_key,
+from interop_runner.analysis.diagnosis import LABELS
+from interop_runner.analysis.matrix import plot_matrix, status_matrix
+from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats, failed_mask, ok_mask
+from interop_runner.analysis.views._common import (PAIR, empty, figure, finish_share_bars, has_values, natural_key,
                       no_data, pair_label)
 
 HEATMAP_COLUMNS = [*PAIR, *STAT_COLUMNS, "failed", "timeout", "unsupported", "label"]

@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..stats import STAT_COLUMNS, cell_stats, ok_mask
-from ._common import (PAIR, axis_column, cell_medians, empty, figure, finite, grouped_bars,
+from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats, ok_mask
+from interop_runner.analysis.views._common import (PAIR, axis_column, cell_medians, empty, figure, finite, grouped_bars,
                       has_values, most_common, no_data, no_data_axes, pair_label, stack_of)
 
 CIPHERS = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM", "TLS_AES_256_GCM_SHA384": "AES-256-GCM",

@@ -1,0 +1,568 @@
+"""Campaign and testbed configuration: YAML files validated into typed pydantic models.
+
+Every problem becomes one line ``<file>: <key.path>: <message>``, so a user sees which key to fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+import shlex
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from interop_runner.errors import RegistryError
+
+from interop_runner.config.implementations import ImplementationMeta, VariantSpec, load_registry, resolve
+from interop_runner.monitors.specs import MONITOR_SPECS
+from interop_runner.config.knobs import Knobs
+from interop_runner.config.params import StandardParams
+from interop_runner.config.sweep import Sweep, Variant, apply, variants
+from interop_runner.units import positive_size
+from interop_runner.errors import ConfigError
+
+DEFAULT_FILE_SIZE = 8 * 2**30
+MAX_FILE_SIZE = 2**50  # 1 PiB: the file lives on the nodes' tmpfs
+MONITORS = tuple(MONITOR_SPECS)
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # .inf: no
+
+
+# --------------------------------------------------------------------------- testbed file ----
+class SSHConfig(_Strict):
+    """How the management node reaches a node."""
+
+    host: str
+    port: int = Field(22, ge=1, le=65535)
+    user: str = "root"
+    key: str | None = None
+    known_hosts: str | None = None
+    jump: "SSHConfig | None" = None
+    connect_timeout: float = Field(10.0, gt=0)
+    # an unknown host key is refused unless this is set: then it is trusted on first use,
+    # appended to `known_hosts` and recorded in campaign.json; a changed key is always refused
+    trust_on_first_use: bool = False
+
+
+class NodeConfig(_Strict):
+    """One measurement node."""
+
+    role: Literal["server", "client"]
+    ssh: SSHConfig
+    interface: str
+    ip: str
+    workdir: str
+    tmpdir: str = "/dev/shm/qir"
+
+    @field_validator("ip")
+    @classmethod
+    def _ip(cls, value: str) -> str:
+        ipaddress.ip_address(value)
+        return value
+
+    @field_validator("workdir", "tmpdir")
+    @classmethod
+    def _abs(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if not path.is_absolute() or len(path.parts) < 3:
+            raise ValueError(f"must be an absolute path at least two levels deep, got {value!r}")
+        if ".." in path.parts:  # /var/tmp/../.. would put (and later rm -rf) files elsewhere
+            raise ValueError(f"must not contain '..', got {value!r}")
+        return str(path)
+
+
+class TestbedConfig(_Strict):
+    """A testbed file: the nodes of one host pair."""
+
+    name: str
+    local: bool = False
+    nodes: dict[str, NodeConfig]
+    # measurement port on this testbed (default: the campaign's `port`); lets two testbeds that
+    # share hosts measure side by side
+    port: int | None = Field(None, ge=1, le=65535)
+
+    @field_validator("nodes")
+    @classmethod
+    def _roles(cls, nodes: dict[str, NodeConfig]) -> dict[str, NodeConfig]:
+        roles = sorted(n.role for n in nodes.values())
+        if roles != ["client", "server"]:
+            raise ValueError("needs exactly one node with role server and one with role client "
+                             f"(got {', '.join(roles) or 'no node'})")
+        return nodes
+
+    @model_validator(mode="after")
+    def _dirs(self) -> "TestbedConfig":
+        dirs = [PurePosixPath(d) for n in self.nodes.values() for d in (n.workdir, n.tmpdir)]
+        for i, a in enumerate(dirs):
+            for b in dirs[i + 1:]:
+                if a == b or a in b.parents or b in a.parents:
+                    raise ValueError(f"nodes must not share directories ({a} and {b} overlap)")
+        return self
+
+    def node(self, role: str) -> tuple[str, NodeConfig]:
+        """The (name, node) with the given role."""
+        return next((k, n) for k, n in self.nodes.items() if n.role == role)
+
+
+# -------------------------------------------------------------------------- campaign file ----
+class Pair(_Strict):
+    """One server/client combination."""
+
+    server: str
+    client: str
+
+
+class Timeouts(_Strict):
+    """Timeouts in seconds; ``client`` None means: derived from the file size."""
+
+    setup: float = Field(1800, gt=0)
+    server_ready: float = Field(15, gt=0)
+    client: float | None = Field(None, gt=0)
+    command: float = Field(120, gt=0)
+
+
+class PerfOptions(_Strict):
+    """perf record settings (paper: system-wide, -g, about 2 kHz)."""
+
+    frequency: int = Field(999, ge=1, le=50000)
+    call_graph: Literal["fp", "dwarf"] = "fp"
+    event: str | None = None  # None: cycles where the CPU counts them, else cpu-clock
+    roles: list[Literal["server", "client"]] = ["server", "client"]
+
+
+class TcpdumpOptions(_Strict):
+    """tcpdump settings; the default filter is the measurement's own port."""
+
+    snaplen: int = Field(96, ge=64, le=262144)
+    filter: str | None = None
+    roles: list[Literal["server", "client"]] = ["server", "client"]
+
+    @field_validator("filter")
+    @classmethod
+    def _filter(cls, value: str | None) -> str | None:
+        try:  # monitors.session passes shlex.split(filter) to tcpdump as argv
+            if value is not None and not shlex.split(value):
+                raise ValueError("empty filter (use null for the default)")
+        except ValueError as exc:
+            raise ValueError(f"cannot split filter {value!r}: {exc}") from None
+        return value
+
+
+class MonitorOptions(_Strict):
+    """Options of the monitors that have any."""
+
+    perf: PerfOptions = Field(default_factory=PerfOptions)
+    tcpdump: TcpdumpOptions = Field(default_factory=TcpdumpOptions)
+
+
+class CampaignConfig(_Strict):
+    """One measurement campaign."""
+
+    name: str
+    testbed: str | None = None  # a testbed file, or:
+    testbeds: list[str] = []  # several: runs go to them in parallel, one at a time on each
+    distribute: Literal["spread", "each"] = "spread"  # each: every run on every testbed
+    testcase: Literal["goodput"] = "goodput"
+    file_size: int = DEFAULT_FILE_SIZE
+    repetitions: int = Field(10, ge=1, le=100000)
+    servers: list[str] = []
+    clients: list[str] = []
+    pairs: list[Pair] | None = None
+    params: StandardParams = Field(default_factory=StandardParams)
+    knobs: Knobs = Field(default_factory=Knobs)  # host knobs for both nodes
+    server_knobs: Knobs = Field(default_factory=Knobs)  # ... for one node (wins over knobs)
+    client_knobs: Knobs = Field(default_factory=Knobs)
+    server_params: dict[str, dict[str, Any]] = {}
+    client_params: dict[str, dict[str, Any]] = {}
+    monitors: list[str] = []
+    monitor_options: MonitorOptions = Field(default_factory=MonitorOptions)
+    port: int = Field(4433, ge=1, le=65535)
+    keylog: bool = False
+    qlog: bool = False
+    keep_files: bool = False
+    # a failed or timed-out attempt: record it and go on, or record it and stop the campaign
+    on_error: Literal["continue", "stop"] = "continue"
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    results_dir: str = "results"
+    sweep: Sweep = Field(default_factory=Sweep)
+    # implementation variants (other versions, source trees, build options), by name; an
+    # undeclared "<name>@<version>" is that release of <name>
+    implementations: dict[str, VariantSpec] = {}
+    # which implementation plays a name of `pairs`/`servers`/`clients`, e.g.
+    # {quic-go: quic-go@v0.64.0}; sweepable (axis path impl.<name>) for A/B comparisons
+    impl: dict[str, str] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME_RE.match(value):
+            raise ValueError("use letters, digits, '.', '_' or '-' (at most 64)")
+        return value
+
+    @field_validator("file_size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int:
+        size = positive_size(value)
+        if size > MAX_FILE_SIZE:
+            raise ValueError(f"{value!r} is larger than 1 PiB, the most a node can hold")
+        return size
+
+    @field_validator("monitors")
+    @classmethod
+    def _monitors(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in MONITORS:
+                raise ValueError(f"unknown monitor {name!r} (known: {', '.join(MONITORS)})")
+        return value
+
+    @model_validator(mode="after")
+    def _has_pairs(self) -> "CampaignConfig":
+        if self.pairs is None and (not self.servers or not self.clients):
+            raise ValueError("give `servers` and `clients`, or `pairs`")
+        if (self.testbed is None) == (not self.testbeds):
+            raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
+        return self
+
+    def testbed_files(self) -> list[str]:
+        """The testbed file(s) as written in the config."""
+        return [self.testbed] if self.testbed is not None else list(self.testbeds)
+
+    def written_pairs(self) -> list[Pair]:
+        """The pairs as written: ``pairs`` if given, else servers x clients."""
+        if self.pairs is not None:
+            return list(self.pairs)
+        return [Pair(server=s, client=c) for s in self.servers for c in self.clients]
+
+    def substitute(self, pair: Pair) -> Pair:
+        """The pair with ``impl`` substitutions applied (what actually runs)."""
+        return Pair(server=self.impl.get(pair.server, pair.server),
+                    client=self.impl.get(pair.client, pair.client))
+
+    def pair_list(self) -> list[Pair]:
+        """The pairs to measure, after ``impl`` substitutions."""
+        return [self.substitute(p) for p in self.written_pairs()]
+
+    def side_knobs(self, role: str) -> Knobs:
+        """The knobs of one node: ``knobs`` overridden by ``<role>_knobs``."""
+        return self.knobs.merged(getattr(self, f"{role}_knobs"))
+
+    def client_timeout(self) -> float:
+        """Client timeout: configured, else 60 s plus the transfer time at 50 Mbit/s."""
+        if self.timeouts.client is not None:
+            return self.timeouts.client
+        return 60.0 + self.file_size * 8 / 50e6
+
+
+# ------------------------------------------------------------------------------- loading ----
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) -> list[str]:
+    lines = []
+    errors = [(err, tuple(p for p in err["loc"]
+                          if not (isinstance(p, str) and p.startswith("function-"))))
+              for err in exc.errors()]
+    # a misspelt required key is one problem: "unknown key 'x' (did you mean 'y'?)" says it all,
+    # so "y: required key is missing" is left out
+    typos = {loc[:-1] + (hint,) for err, loc in errors if err["type"] == "extra_forbidden"
+             for hint in difflib.get_close_matches(str(loc[-1]), _known_keys(model, loc[:-1]),
+                                                   n=1)}
+    for err, loc in errors:
+        if err["type"] == "missing" and loc in typos:
+            continue
+        key = _loc(loc)
+        if err["type"] == "extra_forbidden":
+            known = _known_keys(model, loc[:-1])
+            hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            msg = f"unknown key {str(loc[-1])!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] not in ("value_error", "assertion_error") and "input" in err:
+                msg += f" (got {err['input']!r})"
+        lines.append(f"{source}: {key}: {msg}")
+    return lines
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the (sub)model at ``loc``, for 'did you mean' hints."""
+    current: Any = model
+    skip_next = False  # the next loc part is a dict key or list index, not a field
+    for part in loc:
+        if skip_next or isinstance(part, int):
+            skip_next = False
+            continue
+        fields = getattr(current, "model_fields", {})
+        if part not in fields:
+            return []
+        annotation = fields[part].annotation
+        current, skip_next = _model_in(annotation)
+    return list(getattr(current, "model_fields", {}).keys()) if current else []
+
+
+def _model_in(annotation: Any) -> tuple[Any, bool]:
+    """The pydantic model inside an annotation and whether it sits in a dict/list."""
+    args = getattr(annotation, "__args__", ())
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    origin = getattr(annotation, "__origin__", None)
+    for arg in args:
+        model, _ = _model_in(arg)
+        if model is not None:
+            return model, origin in (dict, list) or _model_in(arg)[1]
+    return None, False
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load that refuses a key given twice in one mapping (YAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: keys may repeat
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # unhashable: SafeLoader itself reports it
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError([f"{path}: file not found"])
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else \
+            (exc.strerror or str(exc)).lower()
+        raise ConfigError([f"{path}: cannot read: {reason}"]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError([f"{path}{where}: YAML syntax error: {problem}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([f"{path}: (top level): expected a mapping of keys"])
+    nul = _nul_key(data, (), set())
+    if nul is not None:  # ("\0" in YAML): argv and the SSH command line end at a NUL
+        raise ConfigError([f"{path}: {_loc(nul)}: contains a NUL character"])
+    return data
+
+
+def _nul_key(data: Any, loc: tuple[Any, ...], seen: set[int]) -> tuple[Any, ...] | None:
+    """Location of the first string (key or value) holding a NUL character, else None."""
+    if isinstance(data, str):
+        return loc if "\0" in data else None
+    if id(data) in seen or not isinstance(data, (dict, list)):
+        return None  # (YAML anchors can make a list contain itself)
+    seen.add(id(data))
+    items = data.items() if isinstance(data, dict) else enumerate(data)
+    for key, value in items:
+        if isinstance(key, str) and "\0" in key:
+            return loc + (key,)
+        found = _nul_key(value, loc + (key,), seen)
+        if found is not None:
+            return found
+    return None
+
+
+def load_testbed(path: Path | str) -> TestbedConfig:
+    """Read and validate a testbed file."""
+    path = Path(path)
+    data = _read_yaml(path)
+    try:
+        return TestbedConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(str(path), exc, TestbedConfig)) from None
+
+
+def _check_implementations(
+    source: str, cfg: CampaignConfig, registry: dict[str, ImplementationMeta]
+) -> list[str]:
+    errors: list[str] = []
+    known = ", ".join(sorted(registry)) or "none"
+
+    def check_name(key: str, name: str, role: str) -> None:
+        try:
+            meta = resolve(name, registry, cfg.implementations)
+        except KeyError as exc:
+            base = str(exc.args[0])
+            hint = difflib.get_close_matches(base, list(registry), n=1)
+            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            errors.append(f"{source}: {key}: unknown implementation {base!r} (known: {known}{did})")
+            return
+        except ValueError as exc:
+            errors.append(f"{source}: {key}: {name}: {exc}")
+            return
+        if role not in meta.roles:
+            errors.append(f"{source}: {key}: implementation {name!r} has no {role} role")
+
+    for name, spec in cfg.implementations.items():
+        where = f"implementations.{name}"
+        if name in registry:
+            errors.append(f"{source}: {where}: {name!r} is a registry implementation; give the "
+                          "variant another name (e.g. <name>@<label>)")
+            continue
+        check_name(where, name, "server" if "server" in getattr(
+            registry.get(spec.base), "roles", ["server"]) else "client")
+        if spec.source is not None:
+            src = Path(spec.source).expanduser()
+            if not src.is_dir():
+                errors.append(f"{source}: {where}.source: not a directory: {src}")
+    for written, name in cfg.impl.items():
+        check_name(f"impl.{written}", name, "server" if any(
+            p.server == written for p in cfg.written_pairs()) else "client")
+
+    for i, name in enumerate(cfg.servers):
+        check_name(f"servers[{i}]", name, "server")
+    for i, name in enumerate(cfg.clients):
+        check_name(f"clients[{i}]", name, "client")
+    for i, pair in enumerate(cfg.pairs or []):
+        check_name(f"pairs[{i}].server", pair.server, "server")
+        check_name(f"pairs[{i}].client", pair.client, "client")
+    for side in ("server", "client"):
+        for impl, params in getattr(cfg, f"{side}_params").items():
+            base = f"{side}_params.{impl}"
+            try:
+                specs = resolve(impl, registry, cfg.implementations).parameters
+            except (KeyError, ValueError):
+                check_name(base, impl, side)
+                continue
+            for key, value in (params or {}).items():
+                if key not in specs:
+                    names = ", ".join(sorted(specs)) or "none"
+                    errors.append(f"{source}: {base}.{key}: unknown parameter for {impl} "
+                                  f"(it accepts: {names})")
+                    continue
+                try:
+                    specs[key].to_env(value)
+                except ValueError as exc:
+                    errors.append(f"{source}: {base}.{key}: {exc}")
+    return errors
+
+
+def _check_sweep(source: str, data: dict[str, Any], cfg: CampaignConfig,
+                 registry: dict[str, ImplementationMeta]) -> list[str]:
+    """Validate every axis value on its own, so an error names the axis and the value."""
+    errors: list[str] = []
+    for i, axis in enumerate(cfg.sweep.axes):
+        for j, value in enumerate(axis.values):
+            single = cfg.sweep.model_copy(update={"axes": [axis]})
+            changed = apply(data, single, Variant("", ((axis.label, value),)))
+            where = f"{source}: sweep.axes[{i}].values[{j}] ({axis.path}={value!r})"
+            try:
+                vcfg = CampaignConfig.model_validate(changed)
+            except ValidationError as exc:
+                errors += [f"{where}: {line.split(': ', 2)[-1]}"
+                           for line in _format_errors(source, exc, CampaignConfig)]
+                continue
+            errors += [f"{where}: {line.split(': ', 2)[-1]}"
+                       for line in _check_implementations(source, vcfg, registry)]
+    labels = [axis.label for axis in cfg.sweep.axes]
+    for label in {x for x in labels if labels.count(x) > 1}:
+        errors.append(f"{source}: sweep.axes: two axes are named {label!r}; give one a `name`")
+    return errors
+
+
+def variant_configs(cfg: CampaignConfig) -> list[tuple[Variant, CampaignConfig]]:
+    """Every variant of the sweep with its own config (the base config without axes)."""
+    data = cfg.model_dump(mode="json")
+    return [(v, CampaignConfig.model_validate(apply(data, cfg.sweep, v)) if v.values else cfg)
+            for v in variants(cfg.sweep)]
+
+
+def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
+    """Read and validate a campaign file and its (first) testbed file.
+
+    The testbed path is resolved relative to the campaign file. Raises ConfigError.
+    """
+    cfg, testbeds = load_campaign_testbeds(path)
+    return cfg, testbeds[0]
+
+
+def load_campaign_testbeds(path: Path | str) -> tuple[CampaignConfig, list[TestbedConfig]]:
+    """Read and validate a campaign file and every testbed file it names."""
+    path = Path(path)
+    data = _read_yaml(path)
+    try:
+        cfg = CampaignConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(str(path), exc, CampaignConfig)) from None
+    try:
+        registry = load_registry()
+    except RegistryError as exc:
+        raise ConfigError([str(exc)]) from None
+    errors = _check_implementations(str(path), cfg, registry)
+    errors += _check_sweep(str(path), data, cfg, registry)
+    key = "testbed" if cfg.testbed is not None else "testbeds"
+    paths = [resolve_testbed_path(path, f) for f in cfg.testbed_files()]
+    for i, testbed_path in enumerate(paths):
+        where = key if key == "testbed" else f"testbeds[{i}]"
+        if not testbed_path.is_file():
+            errors.append(f"{path}: {where}: file not found: {testbed_path}")
+    if errors:
+        raise ConfigError(errors)
+    testbeds = [load_testbed(p) for p in paths]
+    names = [t.name for t in testbeds]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        errors.append(f"{path}: testbeds: two testbeds are named {name!r}")
+    if len(testbeds) > 1 and sum(t.local for t in testbeds) > 1 and any(
+            v.side_knobs(r).rmem or v.side_knobs(r).wmem
+            for _, v in variant_configs(cfg) for r in ("server", "client")):
+        errors.append(f"{path}: testbeds: local testbeds share the host's net.core sysctls, so "
+                      "rmem/wmem knobs cannot be used with more than one of them")
+    if errors:
+        raise ConfigError(errors)
+    return cfg, testbeds
+
+
+def resolve_testbed_path(config_path: Path, testbed_file: str) -> Path:
+    """Path of a testbed file named in a campaign (relative paths: relative to the config)."""
+    candidate = Path(testbed_file).expanduser()
+    return candidate if candidate.is_absolute() else (config_path.parent / candidate)
+
+
+def check_ssh_files(config_path: Path, cfg: CampaignConfig,
+                    testbeds: list[TestbedConfig]) -> None:
+    """Raise ConfigError naming every SSH key / known_hosts file of a real-host testbed that is
+    missing on this machine (a local testbed creates its own with `testbed up`)."""
+    errors: list[str] = []
+    for file, testbed in zip(cfg.testbed_files(), testbeds):
+        if testbed.local:
+            continue
+        source = resolve_testbed_path(config_path, file)
+        for name, node in testbed.nodes.items():
+            ssh: SSHConfig | None = node.ssh
+            where = f"nodes.{name}.ssh"
+            while ssh is not None:
+                for key in ("key", "known_hosts"):
+                    value = getattr(ssh, key)
+                    if key == "known_hosts" and ssh.trust_on_first_use:
+                        continue  # created on first use
+                    if value is not None and not Path(value).expanduser().is_file():
+                        errors.append(f"{source}: {where}.{key}: file not found: "
+                                      f"{Path(value).expanduser()}")
+                ssh, where = ssh.jump, where + ".jump"
+    if errors:
+        raise ConfigError(errors)

@@ -1,0 +1,210 @@
+"""The registry of implementations: ``implementations/<name>/meta.yml`` and their parameters."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from interop_runner.config.params import Supports
+from interop_runner.units import parse_size
+from interop_runner.errors import RegistryError
+
+from interop_runner.paths import IMPLEMENTATIONS_DIR
+ROLES = ("server", "client")
+SCRIPTS = ("setup", "pre", "run-server", "run-client", "post", "version")
+EXIT_UNSUPPORTED = 127
+
+
+class ParameterSpec(BaseModel):
+    """One parameter an implementation honours (declared in meta.yml)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["bool", "int", "bytes", "str"]
+    default: Any = None
+    choices: list[str] | None = None
+    help: str = ""
+
+    def to_env(self, value: Any) -> str:
+        """Check ``value`` against this spec and render it for ``PARAM_<NAME>``.
+
+        Raises ValueError with a short reason.
+        """
+        if self.type == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"expected true/false, got {value!r}")
+            return "1" if value else "0"
+        if self.type == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"expected an integer, got {value!r}")
+            return str(value)
+        if self.type == "bytes":
+            return str(parse_size(value))
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"expected one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+VARIANT_KINDS = ("version", "source", "build_env")
+
+
+class VariantSpec(BaseModel):
+    """An implementation built differently from its pinned default (issue: A/B comparisons).
+
+    ``version``: another release of the library (fetched from the registry into the build
+    caches); ``source``: a local source tree of the library (optionally exported at
+    ``commit``); ``build_env``: environment variables for the build (build options).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    base: str
+    version: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+    source: str | None = None
+    commit: str | None = Field(None, pattern=r"^[0-9a-fA-F]{7,40}$")
+    build_env: dict[str, str] = {}
+
+    def kinds(self) -> list[str]:
+        """Which variant kinds this spec uses (``version``, ``source``, ``build_env``)."""
+        return [k for k in VARIANT_KINDS if getattr(self, k)]
+
+    def check_env_names(self) -> list[str]:
+        """Names in ``build_env`` that are not plain environment variable names."""
+        return [k for k in self.build_env if not _ENV_NAME.match(k) or k.startswith("QIR_")]
+
+
+class ImplementationMeta(BaseModel):
+    """Contents of ``meta.yml`` plus where the implementation lives."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    version: str
+    roles: list[Literal["server", "client"]]
+    alpns: list[str] = Field(min_length=1)
+    ready: Literal["udp", "tcp"]
+    parameters: dict[str, ParameterSpec] = {}
+    supports: Supports = Supports()
+    description: str = ""
+    # which variant kinds its setup can build (see VariantSpec)
+    variants: list[Literal["version", "source", "build_env"]] = []
+    path: Path = Path()
+    # set on variants: the folder name it is built from and how it differs
+    base: str | None = None
+    variant: VariantSpec | None = None
+
+    @property
+    def folder(self) -> str:
+        """The ``implementations/<folder>`` its scripts come from."""
+        return self.base or self.name
+
+    def has_script(self, script: str) -> bool:
+        """True when the implementation ships the given script."""
+        return (self.path / script).is_file()
+
+    def source_hash(self) -> str:
+        """SHA-256 over every file of the implementation folder (names and contents)."""
+        digest = hashlib.sha256()
+        for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
+            digest.update(file.relative_to(self.path).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes())
+        return digest.hexdigest()
+
+    def param_env(self, params: dict[str, Any]) -> dict[str, str]:
+        """Render validated parameters as ``PARAM_<NAME>`` environment variables."""
+        return {f"PARAM_{k.upper()}": self.parameters[k].to_env(v) for k, v in params.items()}
+
+
+@lru_cache(maxsize=4)
+def load_registry(root: Path = IMPLEMENTATIONS_DIR) -> dict[str, ImplementationMeta]:
+    """Read every ``implementations/*/meta.yml``; the folder name is the implementation name."""
+    registry: dict[str, ImplementationMeta] = {}
+    for meta_file in sorted(root.glob("*/meta.yml")):
+        try:
+            data = yaml.safe_load(meta_file.read_text()) or {}
+            meta = ImplementationMeta.model_validate({**data, "path": meta_file.parent})
+        except (yaml.YAMLError, ValidationError) as exc:
+            first = str(exc).splitlines()[0:3]
+            raise RegistryError(f"{meta_file}: invalid meta.yml: {' '.join(first)}") from None
+        if meta.name != meta_file.parent.name:
+            raise RegistryError(f"{meta_file}: name {meta.name!r} differs from its folder name")
+        registry[meta.name] = meta
+    return registry
+
+
+VARIANT_SEP = "@"
+
+
+def resolve(name: str, registry: dict[str, ImplementationMeta],
+            declared: dict[str, VariantSpec] | None = None) -> ImplementationMeta:
+    """The implementation a campaign names: a registry entry or a variant of one.
+
+    ``declared`` are the campaign's ``implementations:`` entries; an undeclared
+    ``<name>@<version>`` means that release of ``<name>``. Raises KeyError (unknown base) or
+    ValueError (the base cannot build that kind of variant) with a short reason.
+    """
+    if name in registry:
+        return registry[name]
+    spec = (declared or {}).get(name)
+    if spec is None and VARIANT_SEP in name:
+        base, _, version = name.partition(VARIANT_SEP)
+        spec = VariantSpec(base=base, version=version or None)
+    if spec is None or spec.base not in registry:
+        raise KeyError(name if spec is None else spec.base)
+    base_meta = registry[spec.base]
+    unsupported = [k for k in spec.kinds() if k not in base_meta.variants]
+    if unsupported:
+        raise ValueError(f"{spec.base} cannot build {', '.join(unsupported)} variants (its "
+                         f"meta.yml allows: {', '.join(base_meta.variants) or 'none'})")
+    if not spec.kinds():
+        raise ValueError("a variant needs a version, source or build_env")
+    bad = spec.check_env_names()
+    if bad:
+        raise ValueError(f"build_env: not an environment variable name: {', '.join(bad)}")
+    return base_meta.model_copy(update={"name": name, "base": spec.base, "variant": spec,
+                                        "version": spec.version or base_meta.version})
+
+
+def common_alpn(server: ImplementationMeta, client: ImplementationMeta) -> str | None:
+    """The protocol a pair speaks: the server's most preferred ALPN the client also speaks."""
+    for alpn in server.alpns:
+        if alpn in client.alpns:
+            return alpn
+    return None
+
+
+_CIPHER_SHORT = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM", "TLS_AES_256_GCM_SHA384": "AES-256-GCM",
+                 "TLS_CHACHA20_POLY1305_SHA256": "ChaCha20-Poly1305"}
+
+
+def support_table(registry: dict[str, ImplementationMeta]) -> str:
+    """The Markdown table of which implementation honours which standard parameter.
+
+    docs/implementations.md embeds it; a test keeps the two identical.
+    """
+    head = ("| implementation | version | protocols | congestion control | cipher suites | "
+            "socket buffers | GSO on/off | GRO on/off | AES-NI off | qlog | key log | "
+            "own parameters |")
+    lines = [head, "|" + "---|" * 12]
+
+    def yes(flag: bool) -> str:
+        return "yes" if flag else "no"
+
+    for name in sorted(registry):
+        meta, sup = registry[name], registry[name].supports
+        cc = ", ".join(sup.congestion_control) or "no choice"
+        if sup.congestion_control and "cubic" not in sup.congestion_control:
+            cc += f" (runs {sup.congestion_control[0]} when asked for cubic)"
+        ciphers = ", ".join(_CIPHER_SHORT[c] for c in sup.cipher) or "no choice"
+        own = ", ".join(f"`{k}`" for k in meta.parameters) or "-"
+        lines.append(f"| `{name}` | {meta.version} | {', '.join(meta.alpns)} | {cc} | {ciphers} | "
+                     f"{yes(sup.socket_buffers)} | {yes(sup.gso)} | {yes(sup.gro)} | "
+                     f"{yes(sup.aes_hw_off)} | "
+                     f"{yes(sup.qlog)} | {yes(sup.keylog)} | {own} |")
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""Host knobs as configured: which node settings a campaign changes for its runs.
+
+How they are applied and restored on a node lives in :mod:`interop_runner.testbed.knobs`.
+
+Before a knob changes anything, the command that undoes it is appended to a journal on the
+node (``<workdir>/restore.sh``, one shell command per line). Restoring runs the journal
+backwards and deletes it. So a runner that is killed, or loses its connection, leaves a journal
+behind that ``run.py testbed restore`` or the next campaign's start replays; a person can also
+run it by hand (``tac restore.sh | sh``).
+
+Knobs: socket buffer sysctls, segmentation offloads (ethtool), MTU, a rate limit (tbf), random
+loss (iptables statistic), delay/reordering (netem, where the kernel has it). Core pinning is
+no state change: it prefixes the implementation's command with ``taskset``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from interop_runner.units import positive_size
+
+DEFAULT_SOCKET_BUFFER = 212992  # Linux's net.core.rmem_default/wmem_default (208 KiB)
+OFFLOAD_FEATURES = {  # ethtool -K name -> ethtool -k name
+    "gso": "generic-segmentation-offload", "gro": "generic-receive-offload",
+    "tso": "tcp-segmentation-offload", "lro": "large-receive-offload",
+    "tx-udp-segmentation": "tx-udp-segmentation",
+    "rx-udp-gro-forwarding": "rx-udp-gro-forwarding",
+}
+OFFLOAD_PRESETS: dict[str, dict[str, bool]] = {
+    "off": {k: False for k in OFFLOAD_FEATURES},
+    "all-on": {k: True for k in OFFLOAD_FEATURES},
+    # UDP segmentation/GRO on (what QUIC stacks use), TCP-only offloads off
+    "udp-only": {"gso": True, "gro": True, "tx-udp-segmentation": True,
+                 "rx-udp-gro-forwarding": True, "tso": False, "lro": False},
+}
+_RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit)$")
+_CPUS_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+class Knobs(BaseModel):
+    """``knobs:`` (both nodes), ``server_knobs:``/``client_knobs:`` (one node) of a campaign."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    # net.core.rmem_default and rmem_max (wmem: the w* pair): bytes ("4MiB") or a multiple of
+    # the 208 KiB Linux default ("4x")
+    rmem: int | None = None
+    wmem: int | None = None
+    offload: Literal["default", "off", "udp-only", "all-on"] | None = None
+    mtu: int | None = Field(None, ge=576, le=65535)
+    rate: str | None = None  # tbf on egress, tc syntax: "1gbit", "500mbit"
+    loss: float | None = Field(None, gt=0, lt=1)  # drop probability of received UDP packets
+    delay: str | None = None  # netem delay on egress, e.g. "10ms"
+    reorder: float | None = Field(None, gt=0, lt=1)  # netem reorder probability (needs delay)
+    pin: str | None = None  # taskset CPU list ("2", "0-3,8") or "nic-local" / "nic-remote"
+
+    @field_validator("rmem", "wmem", mode="before")
+    @classmethod
+    def _buffer(cls, value: Any) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, str) and value.strip().lower().endswith("x"):
+            factor = float(value.strip()[:-1])
+            if factor <= 0:
+                raise ValueError("the multiple must be larger than 0")
+            return int(factor * DEFAULT_SOCKET_BUFFER)
+        return positive_size(value)
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None and not _RATE_RE.match(value):
+            raise ValueError(f"expected a tc rate like 1gbit or 500mbit, got {value!r}")
+        return value
+
+    @field_validator("delay")
+    @classmethod
+    def _delay(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^\d+(\.\d+)?(us|ms|s)$", value):
+            raise ValueError(f"expected a time like 10ms, got {value!r}")
+        return value
+
+    @field_validator("pin")
+    @classmethod
+    def _pin(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("nic-local", "nic-remote") and \
+                not _CPUS_RE.match(value):
+            raise ValueError(f"expected a CPU list like 2 or 0-3,8, or nic-local/nic-remote, "
+                             f"got {value!r}")
+        return value
+
+    def merged(self, other: "Knobs") -> "Knobs":
+        """These knobs with every value set in ``other`` taking precedence."""
+        return self.model_copy(update=other.model_dump(exclude_none=True))
+
+    def active(self) -> dict[str, Any]:
+        """The knobs that are set (``offload: default`` changes nothing and is left out)."""
+        out = self.model_dump(exclude_none=True)
+        if out.get("offload") == "default":
+            del out["offload"]
+        return out
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """``0-3,8`` -> [0, 1, 2, 3, 8]."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus += list(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def format_cpulist(cpus: list[int]) -> str:
+    """[0, 1, 2, 3, 8] -> ``0-3,8``."""
+    parts: list[str] = []
+    run: list[int] = []
+    for cpu in sorted(set(cpus)):
+        if run and cpu == run[-1] + 1:
+            run.append(cpu)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [cpu]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(parts)

@@ -1,0 +1,457 @@
+"""One measurement (attempt): start server, wait until ready, time the client, verify, clean up.
+
+The start and end timestamps are taken on the client node by a small bash wrapper around the
+client process (``$EPOCHREALTIME``, no fork), so SSH latency never enters the goodput.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from interop_runner.errors import ConnectError, ExecutorError
+
+from interop_runner.remote.executor import Background, CommandTimeout
+from interop_runner.config.implementations import EXIT_UNSUPPORTED, ImplementationMeta
+from interop_runner.config.knobs import Knobs
+from interop_runner.errors import KnobError
+from interop_runner.testbed.knobs import KnobState, NodeKnobs
+from interop_runner.measure.monitor_session import NodeMonitors
+from interop_runner.testbed.node import Node
+from interop_runner.config.params import StandardParams, check_negotiated, parse_negotiated, resolve
+from interop_runner.measure.postprocess import process_handshake, process_pcaps, process_perf
+from interop_runner.storage.store import RunRecord, Side, Status, utc_now
+from interop_runner.units import goodput_mbps
+
+# Client wrapper: $0 stdout file, $1 stderr file, $2 pidstat output file ("" = none), rest =
+# command. The client runs as a child so pidstat (same flags as monitors.specs.pidstat_argv)
+# can follow its PID. Prints one JSON line, then
+# bash's `times` (its second line: user and system CPU time of the waited-for children, i.e.
+# the client and its descendants; pidstat is reaped only afterwards).
+_TIMED = (
+    'o=$0; e=$1; ps=$2; shift 2; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e" & c=$!; '
+    'if [ -n "$ps" ]; then S_TIME_FORMAT=ISO LC_ALL=C TZ=UTC pidstat -h -H -u -r -w -t -p "$c" 1 '
+    '>"$ps" 2>&1 & m=$!; fi; '
+    'wait "$c"; rc=$?; f=$EPOCHREALTIME; '
+    'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d, "pid": %d}\\n\' '
+    '"$s" "$f" "$rc" "$c"; times; '
+    'if [ -n "$ps" ]; then kill -INT "$m" 2>/dev/null; wait "$m"; fi; exit 0'
+)
+# Wait until the server listens on the port or its process has exited.
+_READY = (
+    'exitf=$0; flag=$1; port=$2; '
+    'while :; do '
+    '  if [ -e "$exitf" ]; then echo "exited $(cat "$exitf")"; exit 0; fi; '
+    '  if [ -n "$(ss -H "$flag" "sport = :$port")" ]; then echo ready; exit 0; fi; '
+    '  sleep 0.005; '
+    'done'
+)
+_VERIFY = 'if [ -f "$0" ]; then stat -c %s -- "$0"; sha256sum -- "$0"; else echo missing; fi'
+
+
+@dataclass
+class AttemptPlan:
+    """Everything one attempt needs, prepared by the campaign."""
+
+    campaign_id: str
+    testbed: str
+    testcase: str
+    repetition: int
+    attempt: int
+    server_meta: ImplementationMeta
+    client_meta: ImplementationMeta
+    server_version: str | None
+    client_version: str | None
+    server_params: dict[str, Any]
+    client_params: dict[str, Any]
+    alpn: str | None
+    port: int
+    file_name: str
+    file_size: int
+    file_sha256: str
+    client_timeout: float
+    server_ready_timeout: float
+    keylog: bool = False
+    qlog: bool = False
+    monitors: dict[str, dict[str, str]] = field(default_factory=dict)
+    std_params: StandardParams = field(default_factory=StandardParams)
+    variant: str = ""
+    axes: dict[str, Any] = field(default_factory=dict)
+    server_knobs: Knobs = field(default_factory=Knobs)
+    client_knobs: Knobs = field(default_factory=Knobs)
+
+    @property
+    def pair(self) -> str:
+        return f"{self.server_meta.name}_{self.client_meta.name}"
+
+    def side(self, role: str, node: Node) -> Side:
+        """The record of one side before it runs: versions, parameters, unhonoured requests."""
+        meta = self.server_meta if role == "server" else self.client_meta
+        res = resolve(self.std_params, meta.supports, meta.name, keylog=self.keylog,
+                      qlog=self.qlog)
+        return Side(implementation=meta.name,
+                    version=self.server_version if role == "server" else self.client_version,
+                    source_hash=meta.source_hash(), node=node.name,
+                    params=dict(self.server_params if role == "server" else self.client_params),
+                    effective=res.effective, unhonoured=res.unhonoured)
+
+
+_SIGNALS = {int(s): s.name for s in signal.Signals}
+
+
+def _tail(text: str, n: int = 300) -> str:
+    """The last line of a side's stderr that may explain a failure (not its handshake report)."""
+    lines = [ln for ln in text.strip().splitlines()
+             if ln.strip() and not ln.startswith("QIR_NEGOTIATED")]
+    return lines[-1][:n] if lines else ""
+
+
+def not_run_record(plan: AttemptPlan, server: Node, client: Node, status: Status,
+                   reason: str) -> RunRecord:
+    """A record for a pair that cannot run at all (no common protocol, failed setup)."""
+    now = utc_now()
+    return RunRecord(
+        campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
+        attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
+        server=plan.side("server", server), client=plan.side("client", client),
+        params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
+        status=status, reason=reason, file_size=plan.file_size,
+        sha256_expected=plan.file_sha256, started_at=now, finished_at=now,
+        monitors=dict(plan.monitors),
+    )
+
+
+def _seconds(times: str) -> float:
+    """'1m2.500s' (bash `times`) -> 62.5."""
+    minutes, _, rest = times.partition("m")
+    return int(minutes) * 60 + float(rest.rstrip("s"))
+
+
+class Attempt:
+    """Runs one attempt and always leaves both nodes clean (also on Ctrl-C)."""
+
+    def __init__(self, plan: AttemptPlan, server: Node, client: Node, out_dir: Path,
+                 server_monitors: NodeMonitors | None = None,
+                 client_monitors: NodeMonitors | None = None,
+                 server_knobs: NodeKnobs | None = None,
+                 client_knobs: NodeKnobs | None = None) -> None:
+        self.plan, self.server, self.client, self.out_dir = plan, server, client, out_dir
+        self.smon = server_monitors or NodeMonitors(server.executor, server.name,
+                                                    server.cfg.interface, [])
+        self.cmon = client_monitors or NodeMonitors(client.executor, client.name,
+                                                    client.cfg.interface, [])
+        self.record = RunRecord(
+            campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
+            attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
+            server=plan.side("server", server), client=plan.side("client", client),
+            params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
+            file_size=plan.file_size, sha256_expected=plan.file_sha256,
+            monitors=dict(plan.monitors),
+        )
+        rel = "/".join(p for p in (plan.pair, plan.testcase, plan.variant, str(plan.repetition),
+                                   f"attempt-{plan.attempt}") if p)
+        self.server_logs = f"{server.runs_dir}/{rel}/server"
+        self.client_logs = f"{client.runs_dir}/{rel}/client"
+        self._server_proc: Background | None = None
+        self.abort: BaseException | None = None
+        self._knobs = {"server": (server_knobs, plan.server_knobs),
+                       "client": (client_knobs, plan.client_knobs)}
+        self._knob_states: dict[str, KnobState] = {}
+        self._cpus: dict[str, str] = {}
+
+    # -- environment ---------------------------------------------------------------------------
+    def _env(self, node: Node, logs: str, meta: ImplementationMeta,
+             params: dict[str, Any]) -> dict[str, str]:
+        p = self.plan
+        server_ip = self.server.cfg.ip
+        host = f"[{server_ip}]" if ":" in server_ip else server_ip
+        base = {
+            "TESTCASE": p.testcase, "IP": server_ip, "PORT": str(p.port), "ALPN": p.alpn or "",
+            "CERTS": node.certs, "LOGS": logs,
+            "SSLKEYLOGFILE": f"{logs}/keys.log" if p.keylog else "",
+            "QLOGDIR": f"{logs}/qlog" if p.qlog else "",
+        }
+        base.update(resolve(p.std_params, meta.supports, meta.name, keylog=p.keylog,
+                            qlog=p.qlog).env)
+        if node.cfg.role == "server":
+            base["WWW"] = node.www
+        else:
+            base["DOWNLOADS"] = node.downloads
+            base["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
+        return node.script_env(meta, base, params)
+
+    # -- phases --------------------------------------------------------------------------------
+    def run(self) -> RunRecord:
+        """Run the attempt; return its record (status ok/failed/unsupported/timeout).
+
+        An interrupt or an unexpected error is recorded as a failed attempt and kept in
+        ``self.abort``; the caller stores the record and then re-raises it.
+        """
+        rec, p = self.record, self.plan
+        rec.started_at = utc_now()
+        senv = self._env(self.server, self.server_logs, p.server_meta, p.server_params)
+        cenv = self._env(self.client, self.client_logs, p.client_meta, p.client_params)
+        try:
+            self.server.run(["mkdir", "-p", self.server_logs])
+            self.client.run(["mkdir", "-p", self.client_logs, self.client.downloads])
+            self._apply_knobs()
+            if self._script(self.server, p.server_meta, "pre", senv) and \
+                    self._script(self.client, p.client_meta, "pre", cenv) and \
+                    self._start_server(senv):
+                self._measure(cenv)
+        except KnobError as exc:
+            rec.status, rec.reason = "failed", f"knob: {exc}"
+        except CommandTimeout as exc:
+            rec.status, rec.reason = "timeout", str(exc)
+        except ConnectError as exc:  # a node is gone for good: record, then stop the campaign
+            rec.status, rec.reason = "failed", f"runner: {exc}"
+            self.abort = exc
+        except ExecutorError as exc:
+            rec.status, rec.reason = "failed", f"runner: {exc}"
+        except KeyboardInterrupt as exc:
+            rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
+            rec.interrupted = True
+            self.abort = exc
+        except Exception as exc:  # a runner bug: record it, then let the campaign stop
+            rec.status, rec.reason = "failed", f"runner error: {exc!r}"
+            self.abort = exc
+        finally:
+            try:
+                self._finish(senv, cenv)
+            except ExecutorError as exc:  # the record is kept whatever cleanup could not do
+                rec.warnings.append(f"cleanup incomplete: {exc}")
+                if isinstance(exc, ConnectError) and self.abort is None:
+                    self.abort = exc
+            except KeyboardInterrupt as exc:  # Ctrl-C during post/cleanup: keep the record
+                if not rec.interrupted:
+                    rec.status = "failed"
+                    rec.reason = ("interrupted (Ctrl-C or SIGTERM) after the transfer, during "
+                                  f"cleanup; the transfer itself: {rec.reason or 'ok'}")
+                    rec.interrupted = True
+                self.abort = self.abort or exc
+        rec.finished_at = utc_now()
+        return rec
+
+    def _apply_knobs(self) -> None:
+        """Apply each node's host knobs (undo journaled first) and resolve core pinning."""
+        for role, (nk, knobs) in self._knobs.items():
+            if nk is None or not knobs.active():
+                continue
+            if knobs.pin:
+                self._cpus[role] = nk.cpus(knobs.pin)
+            self._knob_states[role] = nk.apply(knobs)
+
+    def _restore_knobs(self) -> None:
+        for role, (nk, knobs) in self._knobs.items():
+            if nk is None or not knobs.active():
+                continue
+            state = self._knob_states.get(role)
+            names = [n for n in knobs.active() if n != "pin"]
+            failed = nk.restore(state, names)
+            entry: dict[str, Any] = {"asked": knobs.active()}
+            if state is not None:
+                entry.update(before=state.before, applied=state.applied, after=state.after,
+                             notes=state.notes)
+                if state.before != state.after and not failed:
+                    self.record.warnings.append(f"{role}: knobs not back to their state "
+                                                f"before the run: {state.after}")
+            if role in self._cpus:
+                entry["cpus"] = self._cpus[role]
+            if failed:
+                entry["restore_failed"] = failed
+                self.record.warnings.append(f"{role}: could not undo: {'; '.join(failed)}")
+            self.record.knobs[role] = entry
+
+    def _pinned(self, role: str, argv: list[str]) -> list[str]:
+        cpus = self._cpus.get(role)
+        return ["taskset", "-c", cpus, *argv] if cpus else argv
+
+    def _script(self, node: Node, meta: ImplementationMeta, script: str,
+                env: dict[str, str]) -> bool:
+        if not meta.has_script(script):
+            return True
+        d = node.impl_dir(meta.name)
+        logs = env["LOGS"]
+        res = node.run(["sh", "-c", 'exec "$@" >"$0" 2>&1', f"{logs}/{script}.log",
+                        f"{d}/{script}"], env=env, cwd=d, check=False)
+        if res.exit_code == 0:
+            return True
+        if script == "post":
+            self.record.warnings.append(f"{node.name}: post exited {res.exit_code}")
+            return True
+        self._fail_exit(f"{node.cfg.role} {script}", res.exit_code, "")
+        return False
+
+    def _fail_exit(self, what: str, code: int, stderr: str) -> None:
+        rec = self.record
+        if code == EXIT_UNSUPPORTED:
+            rec.status, rec.reason = "unsupported", f"{what} exited 127 (unsupported)"
+        else:
+            rec.status, rec.reason = "failed", f"{what} exited {code}"
+            if code > 128 and code - 128 in _SIGNALS:  # the shell's 128 + signal number
+                rec.reason += f" (killed by {_SIGNALS[code - 128]})"
+        if _tail(stderr):
+            rec.reason += f": {_tail(stderr)}"
+
+    def _start_server(self, env: dict[str, str]) -> bool:
+        p, node = self.plan, self.server
+        d = node.impl_dir(p.server_meta.name)
+        flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
+        # A leftover listener would make the readiness check lie and serve the client instead.
+        busy = node.run(["ss", "-H", flag, f"sport = :{p.port}"]).stdout.strip()
+        if busy:
+            self.record.status = "failed"
+            self.record.reason = f"port {p.port} is already in use on {node.name}: {busy[:200]}"
+            return False
+        self._server_proc = node.executor.start(
+            self._pinned("server", [f"{d}/run-server"]), stdout=f"{self.server_logs}/server.stdout.log",
+            stderr=f"{self.server_logs}/server.stderr.log", env=env, cwd=d)
+        try:
+            res = node.run(["sh", "-c", _READY, self._server_proc.exit_file, flag, str(p.port)],
+                           timeout=p.server_ready_timeout)
+        except CommandTimeout:
+            self.record.status = "failed"
+            self.record.reason = f"server not listening on port {p.port} after " \
+                                 f"{p.server_ready_timeout:g} s"
+            return False
+        state = res.stdout.strip()
+        if state.startswith("exited"):
+            code = int(state.split()[1])
+            err = node.run(["cat", f"{self.server_logs}/server.stderr.log"], check=False).stdout
+            self.record.server.exit_code = code
+            self._fail_exit("server", code, err)
+            return False
+        return True
+
+    def _measure(self, cenv: dict[str, str]) -> None:
+        """Snapshots and samplers around the client run."""
+        assert self._server_proc is not None
+        pgid = self._server_proc.pgid
+        self.smon.snapshot("before", self.server_logs, pgid)
+        self.cmon.snapshot("before", self.client_logs)
+        series = self.smon.start_series(self.server_logs, pgid)
+        cseries = []
+        try:
+            cseries = self.cmon.start_series(self.client_logs)
+            self._run_client(cenv)
+        finally:
+            self.smon.stop_series(series)
+            self.cmon.stop_series(cseries)
+            self.smon.snapshot("after", self.server_logs, pgid)
+            self.cmon.snapshot("after", self.client_logs)
+            self.smon.finish(self.server_logs)
+            self.cmon.finish(self.client_logs)
+
+    def _run_client(self, env: dict[str, str]) -> None:
+        p, node, rec = self.plan, self.client, self.record
+        d = node.impl_dir(p.client_meta.name)
+        pidstat_out = f"{self.client_logs}/pidstat.txt" if self.cmon.active("pidstat") else ""
+        try:
+            # tracked: a runner killed now leaves the group in the node's process journal
+            res = node.executor.run_tracked(
+                ["bash", "-c", _TIMED, f"{self.client_logs}/client.stdout.log",
+                 f"{self.client_logs}/client.stderr.log", pidstat_out,
+                 *self._pinned("client", [f"{d}/run-client"])],
+                timeout=p.client_timeout, env=env, cwd=d)
+        except CommandTimeout:
+            rec.status = "timeout"
+            rec.reason = f"client did not finish within {p.client_timeout:g} s"
+            return
+        out = res.stdout.strip().splitlines()
+        timing = json.loads(out[-3])
+        rec.start_ns = int(timing["start_us"].replace(".", "").replace(",", "")) * 1000
+        rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
+        rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
+        rec.client.exit_code = int(timing["exit_code"])
+        rec.client.pid = int(timing["pid"])
+        user, _, system = out[-1].partition(" ")
+        rec.client.cpu_user_s, rec.client.cpu_system_s = _seconds(user), _seconds(system)
+        if rec.client.exit_code != 0:
+            err = node.run(["cat", f"{self.client_logs}/client.stderr.log"], check=False).stdout
+            self._fail_exit("client", rec.client.exit_code, err)
+            return
+        self._verify()
+
+    def _verify(self) -> None:
+        p, rec = self.plan, self.record
+        path = f"{self.client.downloads}/{p.file_name}"
+        out = self.client.run(["sh", "-c", _VERIFY, path],
+                              timeout=max(60.0, p.file_size / 100e6)).stdout.split()
+        if out == ["missing"]:
+            rec.status, rec.reason = "failed", f"client exited 0 but {p.file_name} is missing"
+            return
+        rec.bytes_received, rec.sha256_received = int(out[0]), out[1]
+        rec.hash_ok = rec.sha256_received == p.file_sha256
+        if rec.bytes_received != p.file_size:
+            rec.status = "failed"
+            rec.reason = f"size mismatch: expected {p.file_size} bytes, got {rec.bytes_received}"
+        elif not rec.hash_ok:
+            rec.status = "failed"
+            rec.reason = f"sha256 mismatch: expected {p.file_sha256}, got {rec.sha256_received}"
+        else:
+            assert rec.duration_s is not None
+            rec.status, rec.reason = "ok", None
+            rec.goodput_mbps = goodput_mbps(p.file_size, rec.duration_s)
+
+    def _negotiated(self) -> None:
+        """Read what each library reported after its handshake; flag any mismatch."""
+        for role, side in (("server", self.record.server), ("client", self.record.client)):
+            log = self.out_dir / role / f"{role}.stderr.log"
+            try:
+                text = log.read_text(errors="replace")
+            except OSError:
+                continue
+            side.negotiated = parse_negotiated(text)
+            if side.negotiated:
+                for problem in check_negotiated(side.effective, side.negotiated, self.plan.alpn):
+                    self.record.warnings.append(f"{role} ({side.implementation}) reports "
+                                                f"{problem}")
+
+    def _finish(self, senv: dict[str, str], cenv: dict[str, str]) -> None:
+        """Stop the server, run post scripts, fetch logs, remove per-attempt files."""
+        p = self.plan
+        try:
+            if p.qlog:
+                for node, logs in ((self.server, self.server_logs),
+                                   (self.client, self.client_logs)):
+                    node.run(["sh", "-c", 'if [ -d "$0/qlog" ]; then tar -C "$0" -czf '
+                              '"$0/qlog.tar.gz" qlog && rm -rf "$0/qlog"; fi', logs],
+                             check=False)
+            if self._server_proc is not None:
+                code = self.server.executor.stop(self._server_proc, grace=5)
+                if self.record.server.exit_code is None:
+                    self.record.server.exit_code = code
+            self._script(self.server, p.server_meta, "post", senv)
+            self._script(self.client, p.client_meta, "post", cenv)
+        finally:
+            try:
+                self._restore_knobs()
+            except (KnobError, ExecutorError) as exc:
+                self.record.warnings.append(f"knob restore incomplete: {exc} (the journal "
+                                            "stays on the node: run.py testbed restore)")
+            for node, logs, sub in ((self.server, self.server_logs, "server"),
+                                    (self.client, self.client_logs, "client")):
+                held_back: list[str] = []  # private keys; key logs unless keylog: true
+                try:
+                    node.fetch_dir(logs, self.out_dir / sub, keylogs=p.keylog, skipped=held_back)
+                except (ExecutorError, OSError) as exc:
+                    self.record.warnings.append(f"{node.name}: could not fetch logs: {exc}")
+                if held_back:
+                    self.record.warnings.append(
+                        f"{node.name}: not copied to the results (key material; removed on the "
+                        f"node): {', '.join(held_back)}")
+            self._negotiated()
+            if self.cmon.active("handshake"):
+                process_handshake(self.out_dir, self.record)
+            if self.smon.active("perf") or self.cmon.active("perf"):
+                process_perf(self.out_dir, self.record)
+            if self.smon.active("tcpdump") or self.cmon.active("tcpdump"):
+                mtu = int(self.server.facts.get("mtu") or 1500)
+                process_pcaps(self.out_dir, self.record, {"server": self.server.cfg.ip,
+                                                          "client": self.client.cfg.ip}, mtu)
+            self.client.run(["rm", "-rf", "--", f"{self.client.downloads}/{p.file_name}",
+                             self.client_logs], check=False)
+            self.server.run(["rm", "-rf", "--", self.server_logs], check=False)

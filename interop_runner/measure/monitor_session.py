@@ -1,0 +1,168 @@
+"""Run monitors on one node for one attempt: availability, snapshots, background series."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, field
+
+from interop_runner.config.campaign import MonitorOptions
+from interop_runner.remote.executor import Background, Executor
+from interop_runner.monitors.specs import MONITOR_SPECS, SYSSTAT_ENV, pidstat_argv
+
+# CPU time of a process group from /proc, at the edges of the transfer window: the first line
+# is "<epoch ns> <clock ticks per second>", then one /proc/<pid>/stat line per group member.
+_PROC_TIMES = (
+    'pg=$1; echo "$(date +%s%N) $(getconf CLK_TCK)"; '
+    'for p in $(pgrep -g "$pg"); do cat "/proc/$p/stat" 2>/dev/null; done'
+)
+
+
+MIN_SERIES_S = 1.2  # the samplers' interval is 1 s
+
+
+@dataclass
+class NodeMonitors:
+    """The monitors of one node during a campaign."""
+
+    executor: Executor
+    node: str
+    iface: str
+    requested: list[str]
+    role: str = "server"
+    port: int = 4433
+    options: MonitorOptions = field(default_factory=MonitorOptions)
+    status: dict[str, str] = field(default_factory=dict)
+    perf_event: str | None = None
+    _stop_signal: dict[int, str] = field(default_factory=dict)
+    _started: float = 0.0
+
+    def check(self, timeout: float = 30.0) -> dict[str, str]:
+        """Find which requested monitors can run here; returns name -> "ok" or a reason."""
+        tools = sorted({t for n in self.requested if n in MONITOR_SPECS
+                        for t in MONITOR_SPECS[n].tools})
+        missing = set(self.executor.missing_tools(tools, timeout))
+        for name in self.requested:
+            if name not in MONITOR_SPECS:
+                self.status[name] = "missing: not available in this runner version"
+                continue
+            lacking = [t for t in MONITOR_SPECS[name].tools if t in missing]
+            self.status[name] = (f"missing: {', '.join(lacking)} not installed on {self.node}"
+                                 if lacking else "ok")
+            if name in ("perf", "tcpdump") and self.status[name] == "ok" and \
+                    self.role not in getattr(self.options, name).roles:
+                self.status[name] = f"off: not enabled for the {self.role} (monitor_options)"
+        if self.status.get("handshake") == "ok" and self.role == "server":
+            self.status["handshake"] = "off: captured on the client"
+        if self.active("perf"):
+            self.perf_event = self.options.perf.event or self._default_perf_event()
+        return self.status
+
+    def _default_perf_event(self) -> str:
+        """cycles where the CPU counts them (bare metal), else the cpu-clock software event."""
+        res = self.executor.run(["perf", "stat", "-x,", "-e", "cycles", "--", "true"],
+                                timeout=30, check=False)
+        text = res.stdout + res.stderr
+        return "cycles" if res.ok and "not supported" not in text and \
+            "not counted" not in text else "cpu-clock"
+
+    def active(self, name: str) -> bool:
+        """True when the monitor was requested and can run on this node."""
+        return self.status.get(name) == "ok"
+
+    def snapshot_lines(self, phase: str, logs: str, pgid: int | None) -> list[str]:
+        """Shell lines taking every snapshot of ``phase`` into ``logs`` (quoted with shlex)."""
+        lines = []
+        for name in self.requested:
+            if not self.active(name):
+                continue
+            for snap in MONITOR_SPECS[name].snapshots(self.iface):
+                out = shlex.quote(f"{logs}/{snap.file}-{phase}.txt")
+                err = shlex.quote(f"{logs}/monitor-errors.txt")
+                lines.append(f"{shlex.join(snap.argv)} >{out} 2>>{err} || "
+                             f"echo {shlex.quote(name)} {phase} exit $? >>{err}")
+        if pgid is not None:
+            out = shlex.quote(f"{logs}/proc-{phase}.txt")
+            lines.append(f"sh -c {shlex.quote(_PROC_TIMES)} sh {int(pgid)} >{out} 2>&1")
+        return lines
+
+    def snapshot(self, phase: str, logs: str, pgid: int | None = None,
+                 timeout: float = 60.0) -> None:
+        """Take the ``before``/``after`` snapshots (and the CPU times of group ``pgid``)."""
+        lines = self.snapshot_lines(phase, logs, pgid)
+        if lines:
+            self.executor.run(["sh", "-c", "\n".join(lines)], timeout=timeout)
+
+    def start_series(self, logs: str, server_pgid: int | None = None) -> list[Background]:
+        """Start the background samplers; pidstat follows the server's process group."""
+        self._started = time.monotonic()
+        procs = []
+        for name in self.requested:
+            if not self.active(name):
+                continue
+            for series in MONITOR_SPECS[name].series(self.iface):
+                proc = self.executor.start(
+                    list(series.argv), stdout=f"{logs}/{series.file}.txt",
+                    stderr=f"{logs}/{series.file}.err", env=series.env)
+                self._stop_signal[proc.pgid] = series.stop_signal
+                procs.append(proc)
+        if self.active("perf") and self.perf_event:
+            call_graph = ["-g"] if self.options.perf.call_graph == "fp" else \
+                ["--call-graph", "dwarf,16384"]
+            procs.append(self.executor.start(
+                ["perf", "record", "-a", "-F", str(self.options.perf.frequency), "-e",
+                 self.perf_event, *call_graph, "-o", f"{logs}/perf.data"],
+                stdout=f"{logs}/perf.log", stderr=f"{logs}/perf.err"))
+        if self.active("tcpdump"):
+            opts = self.options.tcpdump
+            bpf = opts.filter or f"udp port {self.port} or tcp port {self.port}"
+            procs.append(self._tcpdump(logs, "capture", opts.snaplen, bpf, log="tcpdump"))
+        if self.active("handshake"):
+            procs.append(self._tcpdump(
+                # whole packets: a GSO batch is captured before segmentation, as one datagram
+                logs, "handshake", 262144, f"udp port {self.port} and udp[8] & 0x80 != 0"))
+        if server_pgid is not None and self.active("pidstat"):
+            pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
+                                     timeout=10, check=False).stdout.strip()
+            if pids:
+                procs.append(self.executor.start(
+                    list(pidstat_argv(pids)), stdout=f"{logs}/pidstat.txt",
+                    stderr=f"{logs}/pidstat.err", env=SYSSTAT_ENV))
+        return procs
+
+    def _tcpdump(self, logs: str, name: str, snaplen: int, bpf: str,
+                 log: str | None = None) -> Background:
+        """Start tcpdump writing ``<name>.pcap`` and wait until it captures."""
+        log = log or name
+        proc = self.executor.start(
+            ["tcpdump", "-i", self.iface, "-n", "--immediate-mode", "-B", "16384", "-s",
+             str(snaplen), "-w", f"{logs}/{name}.pcap", *shlex.split(bpf)],
+            stdout=f"{logs}/{log}.log", stderr=f"{logs}/{log}.err")
+        # the transfer must not start before the capture does
+        self.executor.run(["sh", "-c", 'until grep -q "listening on" "$0" 2>/dev/null; do '
+                           'sleep 0.01; done', f"{logs}/{log}.err"], timeout=10)
+        return proc
+
+    def stop_series(self, procs: list[Background]) -> None:
+        """Stop the samplers with their signal (SIGINT lets sysstat and perf flush; KILL after
+        10 s).
+
+        Samplers run at least ``MIN_SERIES_S`` so even a short transfer gets one interval.
+        """
+        if procs:
+            time.sleep(max(0.0, MIN_SERIES_S - (time.monotonic() - self._started)))
+        by_signal: dict[str, list[Background]] = {}
+        for proc in procs:
+            by_signal.setdefault(self._stop_signal.pop(proc.pgid, "INT"), []).append(proc)
+        for sig, group in by_signal.items():
+            self.executor.stop_many(group, grace=10, sig=sig)
+
+    def finish(self, logs: str, timeout: float = 600.0) -> None:
+        """Post-process on the node after the samplers stopped: perf.data -> perf script
+        text, compressed (the binary perf.data needs the node's symbols to be read)."""
+        if self.active("perf"):
+            self.executor.run(
+                ["sh", "-c", 'if [ -s "$0/perf.data" ]; then perf script -i "$0/perf.data" '
+                 '-F +pid --no-inline 2>"$0/perf-script.err" | zstd -q -T0 -o '
+                 '"$0/perf.script.zst"; fi; rm -f "$0/perf.data" "$0/perf.data.old"', logs],
+                timeout=timeout, check=False)

@@ -1,0 +1,123 @@
+"""The campaign plan: which runs, in which order, which are already stored, how long.
+
+Pure apart from reading stored records (resume) and the implementation registry.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from interop_runner.config.campaign import CampaignConfig, variant_configs
+from interop_runner.config.implementations import common_alpn, load_registry, resolve
+from interop_runner.errors import StoreError
+from interop_runner.storage.store import repetition_dir, stored_attempts
+from interop_runner.config.sweep import Variant, order_runs, slug
+
+
+@dataclass
+class PlannedRun:
+    """One entry of the campaign plan."""
+
+    server: str
+    client: str
+    repetition: int
+    alpn: str | None
+    variant: Variant = Variant("", ())
+    cfg: CampaignConfig | None = None  # the variant's config (None: the campaign's)
+    # the pair as written in the campaign (differs from server/client under `impl`)
+    cell: tuple[str, str] | None = None
+
+    @property
+    def key(self) -> str:
+        """Identifies the run within its campaign (pair, variant, repetition)."""
+        return f"{self.server}_{self.client}/{self.variant.id}/{self.repetition}"
+
+
+def draw_seed() -> int:
+    """A fresh seed for the run order (recorded in campaign.json)."""
+    return random.SystemRandom().randrange(2**31)
+
+
+def plan_order(cfg: CampaignConfig, testbeds: int = 1) -> str:
+    """``shuffled`` or ``sequential``: sequential when nothing varies between runs."""
+    varies = bool(cfg.sweep.axes) or (testbeds > 1 and cfg.distribute == "each")
+    return cfg.sweep.order if varies else "sequential"
+
+
+def plan_runs(cfg: CampaignConfig, seed: int | None = None,
+              testbeds: list[str] | None = None) -> list[PlannedRun]:
+    """The ordered runs: variants x pairs x repetitions.
+
+    Without axes and with order ``sequential`` this is pair by pair, repetitions 1..N. With
+    order ``shuffled`` (the default) every repetition round visits all (variant, pair)
+    combinations in an order drawn from ``seed`` (``cfg.sweep.seed``, else the given one).
+    """
+    registry = load_registry()
+    order = plan_order(cfg, len(testbeds or []))
+    seed = cfg.sweep.seed if cfg.sweep.seed is not None else (seed or 0)
+    configs = variant_configs(cfg)
+    if testbeds and len(testbeds) > 1 and cfg.distribute == "each":
+        # every run on every testbed: the testbed becomes one more axis (id and axis_testbed)
+        configs = [(Variant(",".join(x for x in (f"testbed={slug(t)}", v.id) if x),
+                            (("testbed", t), *v.values)), vcfg)
+                   for t in testbeds for v, vcfg in configs]
+    units = [(variant, vcfg, pair) for pair in cfg.written_pairs()
+             for variant, vcfg in configs]
+    runs = []
+    for rep, (variant, vcfg, written) in order_runs(units, cfg.repetitions, order, seed,
+                                                    group=lambda u: (u[2].server, u[2].client)):
+        pair = vcfg.substitute(written)
+        alpn = common_alpn(resolve(pair.server, registry, vcfg.implementations),
+                           resolve(pair.client, registry, vcfg.implementations))
+        runs.append(PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
+                               cell=(written.server, written.client)))
+    return runs
+
+
+def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun]) -> set[str]:
+    """The planned runs that are done: they have a stored ``ok`` or ``unsupported`` record.
+
+    A failed or timed-out attempt (a fault, a dropped connection, a broken build) and one
+    stopped by Ctrl-C do not count: resume runs that repetition again as the next attempt.
+    """
+    done = set()
+    for run in runs:
+        rep = repetition_dir(directory, run.server, run.client, cfg.testcase, run.repetition,
+                             run.variant.id)
+        if any(not data.get("interrupted") and data.get("status") in ("ok", "unsupported")
+               for _, data in stored_attempts(rep)):
+            done.add(run.key)
+    return done
+
+
+def estimate_seconds(cfg: CampaignConfig, runs: list[PlannedRun],
+                     assumed_mbps: float = 1000.0) -> float:
+    """Rough duration estimate: transfer at ``assumed_mbps`` plus 1 s overhead per run."""
+    runnable = sum(1 for r in runs if r.alpn is not None)
+    return runnable * (cfg.file_size * 8 / (assumed_mbps * 1e6) + 1.0)
+
+
+def check_resume(directory: Path, cfg: CampaignConfig) -> dict[str, Any]:
+    """campaign.json of the campaign to resume; the config must be the same as then."""
+    path = directory / "campaign.json"
+    try:
+        previous: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{path}: cannot resume: {exc}") from None
+    before = json.loads(json.dumps(previous.get("config", {}), default=str))
+    now = json.loads(json.dumps(cfg.model_dump(), default=str))
+    # a key added to the config format since then counts as unchanged while at its default
+    defaults = json.loads(json.dumps({k: f.get_default(call_default_factory=True)
+                                      for k, f in type(cfg).model_fields.items()
+                                      if not f.is_required() and k not in before},
+                                     default=str))
+    before.update({k: v for k, v in defaults.items() if now.get(k) == v})
+    changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    if changed:
+        raise StoreError(f"{directory}: cannot resume: the config differs from the stored one "
+                         f"in {', '.join(changed)}")
+    return previous

@@ -1,0 +1,198 @@
+"""The report's inputs and data model: which campaign directories to read, how to load them
+(our campaigns and predecessor QIR 10G experiment trees), and the dataclasses the rest of the
+report fills in and renders (:class:`Campaign`, :class:`RenderedFigure`, :class:`Report`).
+
+Nothing here draws or writes HTML; :mod:`interop_runner.report.build` is the entry point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from interop_runner.errors import ReportError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Names of TLS key log files: the orchestrator sets SSLKEYLOGFILE=<logs>/keys.log for each side
+# (only with campaign keylog: true); anything else with "keylog" or
+# "sslkey" in its name is reported too.
+KEYLOG_NAME = re.compile(r"^keys\.log$|keylog|sslkey", re.IGNORECASE)
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """One analysis view: a function of :mod:`interop_runner.analysis.views` and its prose."""
+
+    name: str  # figure file stem and HTML anchor
+    title: str
+    function: str
+    takes: str  # "frame" or "paths" (the campaign directory)
+    about: str  # what to look for (paper section 4)
+    needs_testbeds: int = 1  # fewer testbeds in the campaign: nothing to compare, skipped
+    needs_pairs: int = 1  # likewise for server/client pairs
+
+
+@dataclasses.dataclass
+class RenderedFigure:
+    """A rendered view: its figure as SVG text, the data it plots, and the files written."""
+
+    view: View
+    svg: str
+    data: "pd.DataFrame"
+    files: list[Path]
+    stem: str  # <campaign slug>__<view name>: file name stem and HTML id
+
+
+@dataclasses.dataclass
+class Skipped:
+    """A view that was not drawn, and why (no data, or the view failed)."""
+
+    view: View
+    reason: str
+    error: bool = False
+
+
+@dataclasses.dataclass
+class Campaign:
+    """What the report needs of one campaign directory."""
+
+    directory: Path
+    meta: dict[str, Any]
+    frame: "pd.DataFrame"
+    figures: list[RenderedFigure] = dataclasses.field(default_factory=list)
+    skipped: list[Skipped] = dataclasses.field(default_factory=list)
+
+    slug: str = ""  # unique among the report's campaigns: HTML id and figure file prefix
+
+    @property
+    def name(self) -> str:
+        """The campaign id (directory name)."""
+        return str(self.meta.get("campaign") or self.directory.name)
+
+    @property
+    def anchor(self) -> str:
+        """An HTML id for the campaign's section."""
+        return "c-" + self.slug
+
+
+@dataclasses.dataclass
+class Report:
+    """The result of :func:`build_report`."""
+
+    html_file: Path
+    figure_files: list[Path]
+    campaigns: list[Campaign]
+    keylogs: list[Path]
+
+    @property
+    def view_errors(self) -> list[str]:
+        """Views that raised an exception (as one line each)."""
+        return [f"{c.name}: {s.view.name}: {s.reason}" for c in self.campaigns
+                for s in c.skipped if s.error]
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def find_campaigns(paths: Sequence[Path | str]) -> list[Path]:
+    """Campaign directories named by ``paths``: a campaign directory (with campaign.json) or a
+    results directory holding campaigns. Raises :class:`ReportError` for anything else."""
+    if not paths:
+        raise ReportError("no results directory given")
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise ReportError(f"{path}: no such directory")
+        if not path.is_dir():
+            raise ReportError(f"{path}: not a directory")
+        if (path / "campaign.json").is_file():
+            found.append(path)
+            continue
+        inner = sorted(d for d in path.iterdir() if (d / "campaign.json").is_file())
+        if not inner:  # a predecessor (QIR 10G) tree: one section per experiment directory
+            from interop_runner.analysis.importers.qir10g import find_qir10g_experiments
+
+            inner = find_qir10g_experiments(path)
+        if not inner:
+            raise ReportError(f"{path}: not a results directory (no campaign.json in it or "
+                              f"in its subdirectories, and no predecessor result.json)")
+        found += inner
+    unique: dict[Path, None] = dict.fromkeys(p.resolve() for p in found)
+    return list(unique)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from a file; ReportError if it is missing or not JSON."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ReportError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: not a JSON object")
+    return data
+
+
+def find_keylogs(directories: Iterable[Path]) -> list[Path]:
+    """TLS key log files stored below the campaign directories (``keys.log`` per side)."""
+    hits: list[Path] = []
+    for directory in directories:
+        for parent, dirs, files in os.walk(directory):
+            dirs[:] = [d for d in dirs if d != ".cache"]  # load_results' Parquet cache
+            hits += [Path(parent) / f for f in files if KEYLOG_NAME.search(f)]
+    return sorted(hits)
+
+
+def testbed_documents(campaign: Campaign) -> dict[str, dict[str, Any]]:
+    """Per testbed, the document holding its ``hosts`` and ``implementations``: campaign.json
+    itself, or ``testbed-<name>.json`` for campaigns over several testbeds."""
+    files = campaign.meta.get("testbed_files")
+    if not files:
+        name = str((campaign.meta.get("testbed") or {}).get("name") or "testbed")
+        return {name: campaign.meta}
+    docs: dict[str, dict[str, Any]] = {}
+    for name, file in sorted(files.items()):
+        try:
+            docs[str(name)] = read_json(campaign.directory / str(file))
+        except ReportError as exc:
+            docs[str(name)] = {"error": str(exc)}
+    return docs
+
+
+def slugify(text: str) -> str:
+    """``text`` reduced to an HTML id / file name part (letters, digits, ``_.-``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "x"
+
+
+# ----------------------------------------------------------------------------- loading
+
+def load_campaign(directory: Path) -> Campaign:
+    """Read one campaign directory (its campaign.json and all its attempts)."""
+    from interop_runner.analysis import load_results
+
+    if not (directory / "campaign.json").is_file():
+        return _load_qir10g_experiment(directory)
+    meta = read_json(directory / "campaign.json")
+    return Campaign(directory, meta, load_results(directory), slug=slugify(directory.name))
+
+
+def _load_qir10g_experiment(directory: Path) -> Campaign:
+    """A predecessor experiment directory (result.json + repetition trees) as a section."""
+    from interop_runner.analysis.importers.qir10g import load_qir10g
+
+    frame = load_qir10g(directory)
+    result = read_json(directory / "result.json")
+    name = "/".join(directory.parts[-3:])
+    meta: dict[str, Any] = {
+        "campaign": name, "status": "predecessor (QIR 10G) result tree",
+        "config": {"args": result.get("args"), "servers": result.get("servers"),
+                   "clients": result.get("clients")},
+        "hosts": {}, "implementations": {},
+    }
+    return Campaign(directory, meta, frame, slug=slugify(name))

@@ -1,0 +1,85 @@
+"""The tables of a campaign's report section as pandas frames: the summary statistics per
+cell, the failed attempts and the implementation versions (rendered by
+:mod:`interop_runner.report.html`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from interop_runner.report.model import Campaign, testbed_documents
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def summary_table(frame: "pd.DataFrame") -> "pd.DataFrame":
+    """:func:`cell_stats` per pair, testbed (when several) and sweep axis value (one column
+    per axis that varies, in the axis' own order: 1x, 2x, ..., 16x), else per variant."""
+    from interop_runner.analysis.stats import axis_order, cell_stats
+
+    by = ["server", "client"]
+    if "testbed" in frame.columns and frame["testbed"].nunique(dropna=True) > 1:
+        by.append("testbed")
+    axes = [c for c in frame.columns if c.startswith("axis_") and c != "axis_testbed"
+            and frame[c].nunique(dropna=True) > 1]
+    if axes:
+        by += axes
+    elif "variant" in frame.columns and frame["variant"].nunique(dropna=True) > 1:
+        by.append("variant")
+    table: pd.DataFrame = cell_stats(frame, by)
+    if axes and not table.empty:
+        rank = {c: {v: i for i, v in enumerate(axis_order(frame[c]))} for c in axes}
+        table = table.sort_values(
+            by, key=lambda col: col.map(rank[str(col.name)]) if col.name in rank else col,
+            kind="stable", ignore_index=True)
+    return table.rename(columns={c: c.removeprefix("axis_") for c in axes})
+
+
+def failures_table(campaign: Campaign) -> "pd.DataFrame":
+    """One row per attempt that did not succeed: who, when, status and reason."""
+    frame = campaign.frame
+    if frame.empty:
+        return frame
+    bad = frame[frame["status"].astype("string") != "ok"].copy()
+    cols = [c for c in ("server", "client", "testbed", "variant", "repetition", "attempt",
+                        "status", "reason") if c in bad.columns]
+    if "testbed" in cols and bad["testbed"].nunique(dropna=True) <= 1:
+        cols.remove("testbed")
+    if "variant" in cols and not bad["variant"].notna().any():
+        cols.remove("variant")
+    out = bad[cols].copy()
+    if "path" in bad.columns:
+        out["record"] = [_relative(p, campaign.directory) for p in bad["path"]]
+    return out.reset_index(drop=True)
+
+
+def versions_table(campaign: Campaign) -> "pd.DataFrame":
+    """Implementation versions per testbed, role and node (from the prepare step)."""
+    import pandas as pd
+
+    rows = []
+    for testbed, doc in testbed_documents(campaign).items():
+        for key, entry in sorted((doc.get("implementations") or {}).items()):
+            role, _, name = str(key).partition(":")
+            entry = entry if isinstance(entry, dict) else {}
+            rows.append({"testbed": testbed, "implementation": name, "role": role,
+                         "node": entry.get("node"), "version": entry.get("version"),
+                         "declared": entry.get("declared_version"),
+                         "source": str(entry.get("source_hash") or "")[:12] or None,
+                         "setup error": entry.get("setup_error")})
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        if table["testbed"].nunique() <= 1:
+            table = table.drop(columns="testbed")
+        if not table["setup error"].notna().any():
+            table = table.drop(columns="setup error")
+    return table
+
+
+def _relative(path: Any, base: Path) -> str:
+    try:
+        return str(Path(str(path)).resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,152 @@
+"""The report's figures: the catalogue of analysis views (:data:`VIEWS`), running each on a
+campaign (:func:`render_views`) and writing the figures as SVG text and PNG/SVG files.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from interop_runner.report.model import Campaign, RenderedFigure, Skipped, View
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+
+VIEWS: tuple[View, ...] = (
+    View("interop", "Interop matrix (Fig. 6)", "interop_heatmap", "frame",
+         "Median goodput of every server x client pair. Compare rows (servers) and columns "
+         "(clients): heterogeneous pairs are often slower than homogeneous ones, because the "
+         "flow control and ACK behaviour of two libraries are not tuned to each other.",
+         needs_pairs=2),
+    View("buffers", "Socket buffer sweep (Fig. 3-4)", "buffer_sweep", "frame",
+         "Goodput against the UDP receive buffer (multiples of 208 KiB). Look for the knee "
+         "where goodput stops rising, and for receive-buffer drops and ACK counts falling "
+         "with larger buffers."),
+    View("crypto", "Ciphers and AES hardware (Fig. 5)", "crypto", "frame",
+         "AES-GCM with and without AES-NI against ChaCha20-Poly1305. QUIC usually loses less "
+         "than TCP/TLS without hardware AES (small records, encrypted ACKs)."),
+    View("perf", "CPU profile categories (Fig. 7)", "perf_categories", "paths",
+         "Share of perf samples per category. Packet I/O (sendmsg/recvmsg and the kernel "
+         "below) typically dominates, crypto is visible but not the main cost."),
+    View("offloads", "Segmentation offloads (Fig. 9)", "offloads", "frame",
+         "Goodput per offload preset and GSO setting. Only stacks that use UDP GSO/GRO "
+         "profit; TCP gains from TSO."),
+    View("hardware", "Hardware / testbeds (Fig. 8)", "hardware", "frame",
+         "The same pairs on different host pairs: QUIC in user space and TCP in the kernel "
+         "profit differently from CPU generation and clock.", needs_testbeds=2),
+    View("pinning", "Core pinning (Fig. 11)", "pinning", "frame",
+         "Goodput per server core x client core. Row or column patterns show which side is "
+         "the bottleneck; cores on the NIC's NUMA node are usually faster."),
+    View("bottlenecks", "Bottleneck labels", "bottlenecks", "frame",
+         "What limited each successful attempt (link rate, receive-buffer drops, server or "
+         "client CPU), counted per pair."),
+    View("ab", "A/B comparison", "ab_comparison", "frame",
+         "Campaigns with one two-valued axis (A/B, docs/compare.md): per cell the change of B "
+         "against A with its bootstrap CI, and the verdict (faster, slower, no change, "
+         "inconclusive) at the minimum effect. The table below has p, Cliff's delta, n and "
+         "failures per side."),
+    View("goodput-time", "Goodput over time", "goodput_over_time", "paths",
+         "Receive rate per second during the transfers: stalls, slow starts and drift between "
+         "repetitions."),
+)
+
+
+def _views_module() -> Any:
+    from interop_runner.analysis import views
+
+    return views
+
+
+def _no_data(data: Any, fig: Any) -> bool:
+    if fig is None or data is None:
+        return True
+    if getattr(data, "empty", False):
+        return True
+    axes = getattr(fig, "axes", None)
+    return axes is not None and not axes
+
+
+def render_views(campaign: Campaign, figures_dir: Path,
+                 views: Sequence[View] = VIEWS) -> None:
+    """Run every view on the campaign; fill ``campaign.figures`` and ``campaign.skipped``.
+
+    A view without data for this campaign is skipped with its reason; one that raises is
+    skipped as an error (the rest of the report is still written).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    try:
+        module = _views_module()
+    except ImportError as exc:
+        campaign.skipped += [Skipped(v, f"analysis views not available: {exc}", error=True)
+                             for v in views]
+        return
+    no_data_errors = tuple(e for e in (getattr(module, "NoData", None),
+                                       getattr(module, "NoDataError", None))
+                           if isinstance(e, type) and issubclass(e, BaseException))
+    for view in views:
+        function: Callable[[Any], tuple[Any, Any]] | None = getattr(module, view.function, None)
+        if function is None:
+            campaign.skipped.append(Skipped(view, f"not available ({view.function} missing)"))
+            continue
+        reason = _not_applicable(view, campaign.frame)
+        if reason is not None:
+            campaign.skipped.append(Skipped(view, reason))
+            continue
+        predecessor = not (campaign.directory / "campaign.json").is_file()
+        # predecessor trees have no run.json files to read paths from: their frame has it all
+        arg: Any = campaign.frame if view.takes == "frame" or predecessor \
+            else [campaign.directory]
+        try:
+            data, fig = function(arg)
+        except no_data_errors as exc:
+            campaign.skipped.append(Skipped(view, f"no data: {exc}"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - reported in the page and by Report
+            campaign.skipped.append(Skipped(view, f"{type(exc).__name__}: {exc}", error=True))
+            plt.close("all")
+            continue
+        if _no_data(data, fig):
+            campaign.skipped.append(Skipped(view, "no data in this campaign"))
+            if fig is not None:
+                plt.close(fig)
+            continue
+        stem = f"{campaign.slug}__{view.name}"
+        files = save_figure(fig, figures_dir, stem)
+        campaign.figures.append(RenderedFigure(view, figure_svg(fig), data, files, stem))
+        plt.close(fig)
+
+
+def _not_applicable(view: View, frame: "pd.DataFrame") -> str | None:
+    """Why a view says nothing about this campaign (too few testbeds or pairs), else None."""
+    testbeds = frame["testbed"].nunique() if "testbed" in frame.columns else 0
+    if testbeds < view.needs_testbeds:
+        return f"needs {view.needs_testbeds} testbeds to compare, this campaign has {testbeds}"
+    pairs = len(frame[["server", "client"]].drop_duplicates()) if not frame.empty else 0
+    if pairs < view.needs_pairs:
+        return f"needs {view.needs_pairs} server/client pairs, this campaign has {pairs}"
+    return None
+
+
+def figure_svg(fig: "Figure") -> str:
+    """The figure as SVG text (text as paths, so no fonts are needed to show it)."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    return buf.getvalue()
+
+
+def save_figure(fig: "Figure", directory: Path, stem: str) -> list[Path]:
+    """Write ``<stem>.png`` and ``<stem>.svg``; returns both paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    for suffix, extra in ((".png", {"dpi": 150}), (".svg", {})):
+        path = directory / f"{stem}{suffix}"
+        fig.savefig(path, bbox_inches="tight", **extra)  # type: ignore[arg-type]
+        out.append(path)
+    return out

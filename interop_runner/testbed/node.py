@@ -1,0 +1,307 @@
+"""A measurement node as the runner sees it: its executor, its directories, its preparation.
+
+Directories on a node (all below the node's own ``workdir`` and ``tmpdir``, so two nodes on one
+machine never share files)::
+
+    <workdir>/implementations/<name>/   uploaded scripts
+    <workdir>/setup/                    SETUP_DIR: builds, cached across campaigns
+    <workdir>/runs/<campaign-id>/...    per-attempt LOGS, fetched then removed
+    <tmpdir>/<campaign-id>/www          server: the generated file (tmpfs)
+    <tmpdir>/<campaign-id>/certs        certificate and key / CA
+    <tmpdir>/<campaign-id>/downloads    client: downloaded files
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from interop_runner.config.campaign import NodeConfig, SSHConfig
+from interop_runner.errors import ExecutorError
+from interop_runner.remote.executor import CommandFailed, Executor, Result
+from interop_runner.remote.ssh import SSHExecutor, SSHTarget
+from interop_runner.parsers.hostfacts import split_sections, summarize_facts
+from interop_runner.testbed.hostfacts import FACTS_SCRIPT
+from interop_runner.config.implementations import ImplementationMeta
+from interop_runner.remote.lease import Lease, holder, owner_line
+from interop_runner.units import format_iec
+from interop_runner.errors import PreflightError, SetupError
+
+REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl", "ps",
+                  "find")
+
+
+SETUP_TAIL_LINES = 30
+
+# Never copied into the results: private keys (by name, or any text file holding a PEM private
+# key), and TLS key logs unless the campaign asks for them (`keylog: true`). Key log names as
+# report.KEYLOG_NAME, so what the report looks for is what is held back here.
+PRIVATE_KEY_NAME = re.compile(r"\.(key|p12|pfx)$|(^|[-_.])priv(ate)?[-_.]?key|key\.pem$",
+                              re.IGNORECASE)
+KEYLOG_NAME = re.compile(r"^keys\.log$|keylog|sslkey", re.IGNORECASE)
+PRIVATE_DIR_MODE = 0o700
+# one round trip: the regular files below $0, then those holding a PEM private key
+_LIST_FILES = ('cd "$0" 2>/dev/null || exit 0; find . -type f -printf "%P\\n"; '
+               'echo "--private--"; grep -rlI -e "PRIVATE KEY-----" . 2>/dev/null; exit 0')
+
+
+def ssh_target(cfg: SSHConfig) -> SSHTarget:
+    """Translate the config model into the executor's SSH target."""
+    return SSHTarget(
+        host=cfg.host, port=cfg.port, user=cfg.user, key=cfg.key, known_hosts=cfg.known_hosts,
+        jump=ssh_target(cfg.jump) if cfg.jump else None, connect_timeout=cfg.connect_timeout,
+        trust_on_first_use=cfg.trust_on_first_use,
+    )
+
+
+@dataclass
+class Node:
+    """One node of the testbed during a campaign."""
+
+    name: str
+    cfg: NodeConfig
+    executor: Executor
+    campaign_id: str
+    command_timeout: float = 120.0
+    facts: dict[str, Any] = field(default_factory=dict)
+    lease: Lease | None = None
+
+    @classmethod
+    def connect(cls, name: str, cfg: NodeConfig, campaign_id: str,
+                command_timeout: float = 120.0) -> "Node":
+        """Open the node's persistent SSH connection (process journal: ``<workdir>/procs``)."""
+        executor = SSHExecutor(name, ssh_target(cfg.ssh))
+        executor.proc_journal, executor.proc_tag = f"{cfg.workdir}/procs", campaign_id
+        return cls(name, cfg, executor, campaign_id, command_timeout)
+
+    # -- paths ---------------------------------------------------------------------------------
+    @property
+    def impl_root(self) -> str:
+        return f"{self.cfg.workdir}/implementations"
+
+    @property
+    def setup_dir(self) -> str:
+        return f"{self.cfg.workdir}/setup"
+
+    @property
+    def runs_dir(self) -> str:
+        return f"{self.cfg.workdir}/runs/{self.campaign_id}"
+
+    @property
+    def scratch(self) -> str:
+        return f"{self.cfg.tmpdir}/{self.campaign_id}"
+
+    @property
+    def www(self) -> str:
+        return f"{self.scratch}/www"
+
+    @property
+    def certs(self) -> str:
+        return f"{self.scratch}/certs"
+
+    @property
+    def downloads(self) -> str:
+        return f"{self.scratch}/downloads"
+
+    def impl_dir(self, impl: str) -> str:
+        return f"{self.impl_root}/{impl}"
+
+    # -- helpers -------------------------------------------------------------------------------
+    def run(self, argv: Sequence[str], timeout: float | None = None, *,
+            env: Mapping[str, str] | None = None, cwd: str | None = None,
+            check: bool = True) -> Result:
+        """Shorthand for ``executor.run`` with the node's default command timeout."""
+        return self.executor.run(argv, timeout=timeout or self.command_timeout, env=env,
+                                 cwd=cwd, check=check)
+
+    def preflight(self, need_bytes: int, where: str) -> None:
+        """Check tools and free space in ``where`` (created if missing)."""
+        missing = self.executor.missing_tools(REQUIRED_TOOLS, self.command_timeout)
+        if missing:
+            raise PreflightError(f"{self.name}: missing tools: {', '.join(missing)}")
+        self.run(["mkdir", "-p", where, self.cfg.workdir])
+        avail = int(self.run(["df", "-B1", "--output=avail", where]).stdout.split()[-1])
+        if avail < need_bytes:
+            raise PreflightError(
+                f"{self.name}: {where} has {format_iec(avail)} free, the campaign needs "
+                f"{format_iec(need_bytes)} (lower file_size or free space)")
+
+    def collect_facts(self, raw_dir: Path | None = None) -> dict[str, Any]:
+        """Host facts (CPU, NUMA, NIC, offloads, rings, IRQs, sysctls) in one round trip.
+
+        The raw text of every section is written to ``raw_dir/<section>.txt`` when given.
+        """
+        out = self.run(["sh", "-c", FACTS_SCRIPT, "facts", self.cfg.interface]).stdout
+        sections = split_sections(out)
+        if raw_dir is not None:
+            raw_dir.mkdir(parents=True, exist_ok=True)
+            for name, text in sections.items():
+                (raw_dir / f"{name}.txt").write_text(text + "\n")
+        self.facts = summarize_facts(sections)
+        return self.facts
+
+    def setup_dir_for(self, meta: ImplementationMeta) -> str:
+        """SETUP_DIR of an implementation: shared, or a variant's own (its own build cache)."""
+        if meta.variant is None:
+            return self.setup_dir
+        return f"{self.cfg.workdir}/setup-variants/{meta.name}"
+
+    def variant_env(self, meta: ImplementationMeta, source_label: str | None = None
+                    ) -> dict[str, str]:
+        """What a variant's ``setup``/``version`` scripts get besides the contract."""
+        spec = meta.variant
+        if spec is None:
+            return {}
+        env = dict(spec.build_env)
+        if spec.version:
+            env["QIR_VARIANT_VERSION"] = spec.version
+        if spec.source:
+            env["QIR_VARIANT_SOURCE"] = f"{self.impl_dir(meta.name)}/variant-src"
+            env["QIR_VARIANT_SOURCE_ID"] = source_label or "source"
+        return env
+
+    def install(self, meta: ImplementationMeta, timeout: float, source: Path | None = None,
+                source_label: str | None = None) -> str | None:
+        """Upload an implementation, run its ``setup`` (cached by the script), return version.
+
+        A variant gets its own folder and SETUP_DIR; ``source`` (a tar of the library's source
+        tree) is unpacked to ``<impl dir>/variant-src``.
+        """
+        target = self.impl_dir(meta.name)
+        self.run(["rm", "-rf", target])
+        self.executor.put_dir(meta.path, target)
+        if source is not None:
+            self.run(["mkdir", "-p", f"{target}/variant-src"])
+            self.executor.put(source, f"{target}/variant-src.tar")
+            self.run(["tar", "-xf", f"{target}/variant-src.tar", "-C", f"{target}/variant-src"],
+                     timeout=600)
+            self.run(["rm", "-f", f"{target}/variant-src.tar"])
+        setup_dir = self.setup_dir_for(meta)
+        env = {"ROLE": self.cfg.role, "SETUP_DIR": setup_dir,
+               **self.variant_env(meta, source_label)}
+        self.run(["mkdir", "-p", setup_dir])
+        try:
+            self.run([f"{target}/setup"], timeout=timeout, env=env, cwd=target)
+        except CommandFailed as exc:
+            out = [ln for ln in (exc.result.stdout + "\n" + exc.result.stderr).splitlines()
+                   if ln.strip()]
+            tail = "\n".join(out[-SETUP_TAIL_LINES:])
+            last = out[-1].strip() if out else "no output"
+            raise SetupError(f"{self.name}: setup of {meta.name} failed (exit "
+                             f"{exc.result.exit_code}): {last}", tail) from None
+        if meta.has_script("version"):
+            res = self.run([f"{target}/version"], env=env, cwd=target, check=False)
+            if res.ok and res.stdout.strip():
+                return res.stdout.strip().splitlines()[0]
+        return None
+
+    def script_env(self, meta: ImplementationMeta, base: Mapping[str, str],
+                   params: Mapping[str, object]) -> dict[str, str]:
+        """Contract environment for one script call on this node."""
+        return {**base, "ROLE": self.cfg.role, "SETUP_DIR": self.setup_dir_for(meta),
+                **meta.param_env(dict(params))}
+
+    def generate_file(self, name: str, size: int, timeout: float) -> str:
+        """Create ``size`` random bytes at ``<www>/<name>``; return its SHA-256."""
+        path = f"{self.www}/{name}"
+        self.run(["mkdir", "-p", self.www])
+        self.run(["sh", "-c", 'head -c "$1" /dev/urandom >"$0"', path, str(size)],
+                 timeout=timeout)
+        return self.sha256(path, timeout)
+
+    def sha256(self, path: str, timeout: float) -> str:
+        """SHA-256 of a file on the node, computed on the node."""
+        return self.run(["sha256sum", "--", path], timeout=timeout).stdout.split()[0]
+
+    def make_certificate(self, ip: str) -> bytes:
+        """Create a self-signed certificate for ``ip``; return the PEM certificate."""
+        self.run(["mkdir", "-p", self.certs])
+        self.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                  "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30", "-subj", "/CN=qir",
+                  "-addext", f"subjectAltName=IP:{ip}", "-keyout", f"{self.certs}/priv.key",
+                  "-out", f"{self.certs}/cert.pem"])
+        return self.executor.read_bytes(f"{self.certs}/cert.pem")
+
+    def install_ca(self, pem: bytes) -> None:
+        """Place the server certificate as ``ca.pem`` for the client to verify against."""
+        self.run(["mkdir", "-p", self.certs])
+        self.executor.write_bytes(f"{self.certs}/ca.pem", pem)
+
+    @property
+    def trusted_host_keys(self) -> list[dict[str, str]]:
+        """Host keys this node's connection accepted on first use (empty: none)."""
+        return list(getattr(self.executor, "trusted_host_keys", []))
+
+    def fetch_dir(self, remote: str, local: Path, keylogs: bool = False,
+                  skipped: list[str] | None = None) -> list[str]:
+        """Copy the regular files of a remote directory tree into ``local``; return their names.
+
+        Directories are created 0700 and files 0600. Private keys are never copied, TLS key
+        logs only with ``keylogs``; the names of the files held back are appended to
+        ``skipped`` (they go with the remote directory when it is removed).
+        """
+        res = self.run(["sh", "-c", _LIST_FILES, remote], check=False)
+        found, _, private = res.stdout.partition("--private--\n") if res.ok else ("", "", "")
+        secret = {n.removeprefix("./") for n in private.splitlines() if n}
+        names = []
+        for rel in (n for n in found.splitlines() if n):
+            base = rel.rsplit("/", 1)[-1]
+            if rel in secret or PRIVATE_KEY_NAME.search(base) or \
+                    (not keylogs and KEYLOG_NAME.search(base)):
+                if skipped is not None:
+                    skipped.append(rel)
+                continue
+            dest = local / rel
+            for directory in reversed([local / p for p in Path(rel).parents]):
+                if not directory.is_dir():
+                    directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True)
+                    directory.chmod(PRIVATE_DIR_MODE)
+            self.executor.get(f"{remote}/{rel}", dest)
+            names.append(rel)
+        return names
+
+    def reap_leftovers(self) -> list[str]:
+        """Kill what a killed earlier runner left running here (its process journal) and
+        remove that campaign's scratch and run directories; describe what was done."""
+        killed = self.executor.reap_journal(self.command_timeout)
+        tags = sorted({tag for _, tag in killed if tag and "/" not in tag and tag != ".."})
+        paths = [p for tag in tags if tag != self.campaign_id
+                 for p in (f"{self.cfg.tmpdir}/{tag}", f"{self.cfg.workdir}/runs/{tag}")]
+        if paths:
+            self.run(["rm", "-rf", "--", *paths])
+        return [f"killed process group {pg} (campaign {tag})" for pg, tag in killed]
+
+    def cleanup(self, keep_files: bool) -> None:
+        """Remove this campaign's scratch files (unless kept) and run directories."""
+        paths = [self.runs_dir] + ([] if keep_files else [self.scratch])
+        try:
+            self.run(["rm", "-rf", "--", *paths])
+            # Directories the campaign created stay only if something else lives in them.
+            self.run(["sh", "-c", 'for d in "$@"; do rmdir "$d" 2>/dev/null || true; done',
+                      "rmdir", f"{self.cfg.workdir}/runs", self.cfg.tmpdir])
+        except ExecutorError:
+            pass
+
+    def take_lease(self, wait: float = 10.0) -> None:
+        """Hold this node directory for this runner until :meth:`close` (lease.NodeBusy when
+        another runner holds it); taken again after a reconnect."""
+        self.lease = Lease(self.executor, self.cfg.workdir, owner_line(self.campaign_id))
+        self.lease.take(wait)
+        if isinstance(self.executor, SSHExecutor):
+            self.executor.after_reconnect.append(self.lease.retake)
+
+    def lease_holder(self) -> str | None:
+        """Who holds this node directory's lease (None: free)."""
+        return holder(self.executor, self.cfg.workdir, self.command_timeout)
+
+    def close(self) -> None:
+        """Give up the lease and close the connection."""
+        if self.lease is not None:
+            self.lease.release()
+        self.executor.close()
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {shlex.quote(self.cfg.ssh.host)})"
