@@ -80,6 +80,16 @@ class VariantSpec(BaseModel):
         return [k for k in self.build_env if not _ENV_NAME.match(k) or k.startswith("QIR_")]
 
 
+SHARED_DIR = "_shared"
+_BUILD_DIRS = {"__pycache__", "target"}
+
+
+def source_files(tree: Path) -> list[Path]:
+    """The files of an implementation or shared folder, sorted, build outputs left out."""
+    return sorted(p for p in tree.rglob("*") if p.is_file()
+                  and not _BUILD_DIRS.intersection(p.relative_to(tree).parts))
+
+
 class ImplementationMeta(BaseModel):
     """Contents of ``meta.yml`` plus where the implementation lives."""
 
@@ -94,6 +104,9 @@ class ImplementationMeta(BaseModel):
     description: str = ""
     # which variant kinds its setup can build (see VariantSpec)
     variants: list[Literal["version", "source", "build_env"]] = []
+    # harness code it shares with implementations in the same language: folder names under
+    # implementations/_shared/, uploaded beside it and counted in its source_hash
+    shared: list[str] = []
     path: Path = Path()
     # set on variants: the folder name it is built from and how it differs
     base: str | None = None
@@ -108,12 +121,21 @@ class ImplementationMeta(BaseModel):
         """True when the implementation ships the given script."""
         return (self.path / script).is_file()
 
+    def shared_dirs(self) -> dict[str, Path]:
+        """The shared harness folders it uses: ``_shared/<name>`` -> local path."""
+        root = self.path.parent / SHARED_DIR
+        return {f"{SHARED_DIR}/{name}": root / name for name in self.shared}
+
     def source_hash(self) -> str:
-        """SHA-256 over every file of the implementation folder (names and contents)."""
+        """SHA-256 over every file of the implementation folder and of the shared harness
+        folders it uses (names and contents)."""
         digest = hashlib.sha256()
-        for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
-            digest.update(file.relative_to(self.path).as_posix().encode() + b"\0")
-            digest.update(file.read_bytes())
+        trees = {"": self.path, **{f"{k}/": v for k, v in self.shared_dirs().items()}}
+        for prefix, tree in trees.items():
+            for file in source_files(tree):
+                name = prefix + file.relative_to(tree).as_posix()
+                digest.update(name.encode() + b"\0")
+                digest.update(file.read_bytes())
         return digest.hexdigest()
 
     def param_env(self, params: dict[str, Any]) -> dict[str, str]:
@@ -132,6 +154,9 @@ def load_registry(root: Path = IMPLEMENTATIONS_DIR) -> dict[str, ImplementationM
         except (yaml.YAMLError, ValidationError) as exc:
             first = str(exc).splitlines()[0:3]
             raise RegistryError(f"{meta_file}: invalid meta.yml: {' '.join(first)}") from None
+        for folder, local in meta.shared_dirs().items():
+            if not local.is_dir():
+                raise RegistryError(f"{meta_file}: shared: {local} does not exist")
         if meta.name != meta_file.parent.name:
             raise RegistryError(f"{meta_file}: name {meta.name!r} differs from its folder name")
         registry[meta.name] = meta

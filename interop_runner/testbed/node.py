@@ -171,6 +171,9 @@ class Node:
         tree) is unpacked to ``<impl dir>/variant-src``.
         """
         target = self.impl_dir(meta.name)
+        for folder, local in meta.shared_dirs().items():
+            self.run(["rm", "-rf", f"{self.impl_root}/{folder}"])
+            self.executor.put_dir(local, f"{self.impl_root}/{folder}")
         self.run(["rm", "-rf", target])
         self.executor.put_dir(meta.path, target)
         if source is not None:
