@@ -10,7 +10,7 @@
 # Usage: pos_scripts/check-testbed.sh [--timeout S] [--facts] TESTBED.yml
 #   --timeout S   SSH connect timeout in seconds (default: each node's ssh.connect_timeout)
 #   --facts       also print each reachable node's host facts summary (the same script the
-#                 runner runs once per campaign, interop_runner/hostfacts.py), as JSON
+#                 runner runs once per campaign, interop_runner/testbed/hostfacts.py), as JSON
 # The testbed file is read with the project's own loader (interop_runner.config.campaign.load_testbed)
 # through .venv/bin/python (QIR_PYTHON overrides), so it is validated exactly like `run.py`.
 set -euo pipefail
@@ -56,8 +56,9 @@ command -v ssh >/dev/null || die "ssh not found: install openssh-client"
 # Also the tools the runner needs on every node and those of each monitor.
 read -r -d '' PY <<'EOF' || true
 import ipaddress, math, os, shlex, sys
-from interop_runner.config.campaign import ConfigError, load_testbed
-from interop_runner.monitors.specs import MONITOR_SPECS
+from interop_runner.config.campaign import load_testbed
+from interop_runner.errors import ConfigError
+from interop_runner.monitors import MONITORS as MONITOR_SPECS
 from interop_runner.testbed.node import REQUIRED_TOOLS
 
 try:
@@ -243,7 +244,8 @@ fi
 if ((facts)); then
   read -r -d '' FACTS_PY <<'EOF' || true
 import json, sys
-from interop_runner.testbed.hostfacts import FACTS_SCRIPT, split_sections, summarize_facts
+from interop_runner.parsers.hostfacts import split_sections, summarize_facts
+from interop_runner.testbed.hostfacts import FACTS_SCRIPT
 if sys.argv[1] == "script":
     print(FACTS_SCRIPT)
 else:

@@ -21,11 +21,11 @@ PROG=prepare-node
 
 # Debian packages of a node. Keep in sync with the runner (tests/test_pos_scripts.py checks
 # this list against implementations/*/apt-packages and the tools the runner calls):
-#  - reachability and the runner's own commands (interop_runner/nodes.py REQUIRED_TOOLS,
+#  - reachability and the runner's own commands (interop_runner/testbed/node.py REQUIRED_TOOLS,
 #    executor, orchestrator, host knobs): sshd, bash, coreutils, findutils, grep, iproute2
 #    (ip, ss, tc, nstat), util-linux (setsid, taskset, flock, lscpu), procps (ps, pgrep,
 #    sysctl), openssl (certificates), iptables (loss knob), ping (peer checks)
-#  - monitors (interop_runner/monitors/specs.py) and host facts (interop_runner/hostfacts.py):
+#  - monitors (interop_runner/monitors/) and host facts (interop_runner/testbed/hostfacts.py):
 #    ethtool, sysstat (mpstat, pidstat), ifstat, tcpdump, linux-perf, zstd, hwloc-nox
 #  - implementations: nginx + curl (tcp-tls), python3 + python3-venv (aioquic),
 #    ca-certificates (downloads), and every implementations/*/apt-packages entry

@@ -173,7 +173,7 @@ def test_package_list_covers_what_the_runner_uses() -> None:
     for name in set(block.split()) - management_only:
         assert name in packages, f"{name} (install.sh) missing"
     # the tools the runner and the monitors call: the packages that provide them
-    from interop_runner.monitors.specs import MONITOR_SPECS
+    from interop_runner.monitors import MONITORS as MONITOR_SPECS
     from interop_runner.testbed.node import REQUIRED_TOOLS
 
     provider = {"bash": "bash", "sha256sum": "coreutils", "stat": "coreutils", "ss": "iproute2",

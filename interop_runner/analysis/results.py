@@ -5,79 +5,33 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from interop_runner.storage.store import STATUSES, iter_run_files, read_run, write_json_atomic
+from interop_runner.analysis.columns import link_rate_mbps, monitor_columns, requested_monitors
 from interop_runner.analysis.diagnosis import add_bottleneck
-from interop_runner.analysis.columns import link_rate_mbps, monitor_columns
+from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
+from interop_runner.analysis.frame import BASE_KEYS, COLUMNS, Chunk, pooled_chunks, split_rows
+from interop_runner.monitors import declared_columns
+from interop_runner.storage.store import STATUSES, iter_run_files, read_run, write_json_atomic
 
-# column -> pandas dtype (nullable types: a value a tool could not measure stays <NA>, never 0)
-COLUMNS: dict[str, Any] = {
-    "campaign": "string",
-    "testbed": "string",
-    "server": "string",
-    "client": "string",
-    "testcase": "string",
-    "repetition": "Int64",
-    "attempt": "Int64",
-    "status": "category",
-    "reason": "string",
-    "alpn": "string",
-    "goodput_mbps": "Float64",
-    "duration_s": "Float64",
-    "file_size": "Int64",
-    "bytes_received": "Int64",
-    "hash_ok": "boolean",
-    "sha256_expected": "string",
-    "sha256_received": "string",
-    "start_ns": "Int64",
-    "end_ns": "Int64",
-    "server_version": "string",
-    "client_version": "string",
-    "server_exit_code": "Int64",
-    "client_exit_code": "Int64",
-    "server_params": "string",
-    "client_params": "string",
-    # standard parameters asked for (schema 2; <NA> in older records)
-    "congestion_control": "string",
-    "cipher": "string",
-    "socket_rcvbuf": "Int64",
-    "socket_sndbuf": "Int64",
-    "gso": "boolean",
-    "gro": "boolean",
-    # what each side ran with, requests it could not honour, what its library reported
-    "server_cc": "string",
-    "client_cc": "string",
-    "server_unhonoured": "string",
-    "client_unhonoured": "string",
-    "server_negotiated_cipher": "string",
-    "client_negotiated_cipher": "string",
-    "server_negotiated_cc": "string",
-    "wire_cipher": "string",
-    "variant": "string",  # sweep variant id
-    "axes": "string",  # its axis values as JSON; load_results adds them as columns axis_<name>
-    "client_negotiated_cc": "string",
-    # the pair as written in the campaign: equals server/client unless `impl` substituted a
-    # variant (A/B campaigns compare the variants of one cell)
-    "cell_server": "string",
-    "cell_client": "string",
-    "started_at": "datetime64[ns, UTC]",
-    "finished_at": "datetime64[ns, UTC]",
-    "schema_version": "Int64",
-    "path": "string",
-}
-
+__all__ = ["COLUMNS", "load_results", "summarize"]
 
 CACHE_DIR = ".cache"
-CACHE_VERSION = 3
-PARALLEL_MIN = 200  # attempts; below this a process pool costs more than it saves
+CACHE_VERSION = 4
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every attempt of a campaign shares: host facts, the monitors it asked for."""
+
+    hosts: dict[str, Any] = field(default_factory=dict)
+    monitors: tuple[str, ...] = ()
 
 
 def _read_hosts(path: Path) -> dict[str, Any]:
@@ -123,8 +77,9 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
     return row
 
 
-def _rows(files: list[Path], hosts: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
+def _rows(files: list[Path], hosts: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
+    """One row per record, and the monitors any of them asked for."""
+    rows, requested = [], set()
     for path in files:
         try:
             data = read_run(path)
@@ -133,8 +88,9 @@ def _rows(files: list[Path], hosts: dict[str, Any]) -> list[dict[str, Any]]:
         except (OSError, ValueError) as exc:  # a damaged record stays a row, with the reason
             rows.append(_unreadable_row(path, exc))
             continue
+        requested |= requested_monitors(data)
         rows.append(_row(data, path, hosts))
-    return rows
+    return rows, requested
 
 
 def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
@@ -149,62 +105,22 @@ def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
     return row
 
 
-_BASE_KEYS = (*COLUMNS, "monitors_missing")
-_Chunk = tuple[list[dict[str, Any]], list[str], np.ndarray]
-T = TypeVar("T")
-C = TypeVar("C")
+def _chunk(files: list[Path], ctx: _Context) -> Chunk:
+    """Rows split into base values and one float64 matrix of monitor values (cheap to pickle),
+    with every column of the monitors that ran."""
+    rows, requested = _rows(files, ctx.hosts)
+    return split_rows(rows, declared_columns(sorted(requested | set(ctx.monitors))))
 
 
-def _chunk(files: list[Path], hosts: dict[str, Any]) -> _Chunk:
-    """Rows split into base values and one float64 matrix of monitor values (cheap to pickle)."""
-    rows = _rows(files, hosts)
-    names: dict[str, None] = {}
-    for row in rows:
-        names.update(dict.fromkeys(row))
-    numeric = [n for n in names if n not in _BASE_KEYS]
-    nan = float("nan")
-    matrix = np.array([[row.get(n, nan) for n in numeric] for row in rows], dtype=np.float64)
-    base = [{k: row.get(k) for k in _BASE_KEYS} for row in rows]
-    return base, numeric, matrix.reshape(len(rows), len(numeric))
-
-
-def pooled_chunks(chunk: Callable[[list[T], C], _Chunk], items: list[T], context: C
-                  ) -> tuple[list[dict[str, Any]], list[str], np.ndarray]:
-    """Run ``chunk(items, context)`` (in a process pool for many items) and merge the parts:
-    the base rows, the numeric column names and one float64 matrix of their values."""
-    parts: list[_Chunk]
-    workers = min(os.cpu_count() or 1, 8)
-    if len(items) < PARALLEL_MIN or workers < 2:
-        parts = [chunk(items, context)]
-    else:
-        chunks = [items[i::workers] for i in range(workers)]
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            parts = list(pool.map(chunk, chunks, [context] * workers))
-    names: dict[str, None] = {}
-    for _, numeric, _ in parts:
-        names.update(dict.fromkeys(numeric))
-    index = {name: i for i, name in enumerate(names)}
-    total = sum(len(base) for base, _, _ in parts)
-    matrix = np.full((total, len(names)), np.nan)
-    base_rows: list[dict[str, Any]] = []
-    for base, numeric, values in parts:
-        if numeric:
-            matrix[len(base_rows):len(base_rows) + len(base),
-                   [index[n] for n in numeric]] = values
-        base_rows += base
-    return base_rows, list(names), matrix
-
-
-def _parse(files: list[Path], hosts: dict[str, Any]) -> pd.DataFrame:
+def _parse(files: list[Path], ctx: _Context) -> pd.DataFrame:
     """Parse attempts (in a process pool for large campaigns) into the results frame."""
-    return _frame(*pooled_chunks(_chunk, files, hosts))
+    return _frame(*pooled_chunks(_chunk, files, ctx))
 
 
 def _frame(rows: list[dict[str, Any]], numeric: list[str], matrix: np.ndarray) -> pd.DataFrame:
     # object first: int64 nanosecond timestamps must not pass through float64
     base = pd.DataFrame({name: pd.Series([row.get(name) for row in rows], dtype=object)
-                         for name in _BASE_KEYS})
+                         for name in BASE_KEYS})
     # Monitor values: one float64 block, NaN for "not measured" (exact below 2^53).
     frame = pd.concat([base, pd.DataFrame(matrix, columns=numeric)], axis=1) if numeric \
         else base
@@ -247,6 +163,21 @@ def _campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
             "size": stat.st_size}
 
 
+def _campaign_context(campaign_dir: Path) -> _Context:
+    """Host facts (per testbed when there were several) and the monitors of campaign.json."""
+    try:
+        meta = json.loads((campaign_dir / "campaign.json").read_text())
+    except (OSError, ValueError):
+        return _Context()
+    hosts = meta.get("hosts", {})
+    if meta.get("testbed_files"):  # several testbeds: facts per testbed, chosen per row
+        hosts = {"by_testbed": {name: _read_hosts(campaign_dir / file)
+                                for name, file in meta["testbed_files"].items()}}
+    monitors = (meta.get("config") or {}).get("monitors") or []
+    return _Context(hosts if isinstance(hosts, dict) else {},
+                    tuple(m for m in monitors if isinstance(m, str)))
+
+
 def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
     cache = campaign_dir / CACHE_DIR / "attempts.parquet"
     sig_file = campaign_dir / CACHE_DIR / "attempts.json"
@@ -257,16 +188,8 @@ def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
                 return pd.read_parquet(cache)
         except (OSError, ValueError):
             pass
-    try:
-        meta = json.loads((campaign_dir / "campaign.json").read_text())
-        hosts = meta.get("hosts", {})
-        if meta.get("testbed_files"):  # several testbeds: facts per testbed, chosen per row
-            hosts = {"by_testbed": {name: _read_hosts(campaign_dir / file)
-                                    for name, file in meta["testbed_files"].items()}}
-    except (OSError, ValueError):
-        hosts = {}
     files = [p for p in iter_run_files(campaign_dir) if CACHE_DIR not in p.parts]
-    frame = _parse(files, hosts)
+    frame = _parse(files, _campaign_context(campaign_dir))
     if signature is not None:
         try:
             (campaign_dir / CACHE_DIR).mkdir(exist_ok=True)
@@ -293,7 +216,6 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
         if not root.exists():
             raise FileNotFoundError(f"{root}: no such results directory")
         if not (root / "campaign.json").is_file():  # a predecessor (QIR 10G) tree: docs/qir10g.md
-            from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
             if find_qir10g_experiments(root):
                 frames.append(load_qir10g(root))
                 if not any((d / "campaign.json").is_file() for d in root.iterdir()):
@@ -308,9 +230,9 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
         if not campaigns:
             loose = [p for p in iter_run_files(root) if CACHE_DIR not in p.parts]
             if loose:
-                frames.append(_parse(loose, {}))
+                frames.append(_parse(loose, _Context()))
     if not frames:
-        return _parse([], {})
+        return _parse([], _Context())
     if len(frames) == 1:
         return _with_axes(frames[0])  # already sorted by _frame (or as cached)
     return _with_axes(pd.concat(frames, ignore_index=True).sort_values(

@@ -12,7 +12,8 @@ import pandas as pd
 from interop_runner.parsers import (ParseError, ethtool_delta, parse_ethtool_stats, parse_ifstat,
                        parse_mpstat_json, parse_pidstat)
 from interop_runner.storage.store import iter_run_files, read_run
-from interop_runner.analysis.columns import ROLES, perf_shares
+from interop_runner.monitors import ROLES
+from interop_runner.monitors.captures import perf_shares
 
 ID_COLUMNS = ("campaign", "server", "client", "testcase", "repetition", "attempt", "role")
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from interop_runner.errors import RegistryError
 
 from interop_runner.config.implementations import ImplementationMeta, VariantSpec, load_registry, resolve
-from interop_runner.monitors.specs import MONITOR_SPECS
+from interop_runner.monitors import MONITORS as MONITOR_REGISTRY
 from interop_runner.config.knobs import Knobs
 from interop_runner.config.params import StandardParams
 from interop_runner.config.sweep import Sweep, Variant, apply, variants
@@ -27,7 +27,7 @@ from interop_runner.errors import ConfigError
 
 DEFAULT_FILE_SIZE = 8 * 2**30
 MAX_FILE_SIZE = 2**50  # 1 PiB: the file lives on the nodes' tmpfs
-MONITORS = tuple(MONITOR_SPECS)
+MONITORS = tuple(MONITOR_REGISTRY)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 

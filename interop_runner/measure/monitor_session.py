@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from interop_runner.config.campaign import MonitorOptions
 from interop_runner.remote.executor import Background, Executor
-from interop_runner.monitors.specs import MONITOR_SPECS, SYSSTAT_ENV, pidstat_argv
+from interop_runner.monitors import MONITORS, SeriesCommand, StartContext
 
 # CPU time of a process group from /proc, at the edges of the transfer window: the first line
 # is "<epoch ns> <clock ticks per second>", then one /proc/<pid>/stat line per group member.
@@ -39,14 +39,13 @@ class NodeMonitors:
 
     def check(self, timeout: float = 30.0) -> dict[str, str]:
         """Find which requested monitors can run here; returns name -> "ok" or a reason."""
-        tools = sorted({t for n in self.requested if n in MONITOR_SPECS
-                        for t in MONITOR_SPECS[n].tools})
+        tools = sorted({t for n in self.requested if n in MONITORS for t in MONITORS[n].tools})
         missing = set(self.executor.missing_tools(tools, timeout))
         for name in self.requested:
-            if name not in MONITOR_SPECS:
+            if name not in MONITORS:
                 self.status[name] = "missing: not available in this runner version"
                 continue
-            lacking = [t for t in MONITOR_SPECS[name].tools if t in missing]
+            lacking = [t for t in MONITORS[name].tools if t in missing]
             self.status[name] = (f"missing: {', '.join(lacking)} not installed on {self.node}"
                                  if lacking else "ok")
             if name in ("perf", "tcpdump") and self.status[name] == "ok" and \
@@ -76,7 +75,7 @@ class NodeMonitors:
         for name in self.requested:
             if not self.active(name):
                 continue
-            for snap in MONITOR_SPECS[name].snapshots(self.iface):
+            for snap in MONITORS[name].snapshots(self.iface):
                 out = shlex.quote(f"{logs}/{snap.file}-{phase}.txt")
                 err = shlex.quote(f"{logs}/monitor-errors.txt")
                 lines.append(f"{shlex.join(snap.argv)} >{out} 2>>{err} || "
@@ -93,54 +92,38 @@ class NodeMonitors:
         if lines:
             self.executor.run(["sh", "-c", "\n".join(lines)], timeout=timeout)
 
+    def start_context(self, pids: str | None = None) -> StartContext:
+        """What the monitors' commands depend on for this node."""
+        return StartContext(
+            iface=self.iface, port=self.port, role=self.role, perf_event=self.perf_event,
+            perf_frequency=self.options.perf.frequency,
+            perf_call_graph=self.options.perf.call_graph,
+            tcpdump_snaplen=self.options.tcpdump.snaplen,
+            tcpdump_filter=self.options.tcpdump.filter, pids=pids)
+
     def start_series(self, logs: str, server_pgid: int | None = None) -> list[Background]:
-        """Start the background samplers; pidstat follows the server's process group."""
+        """Start the background commands of the active monitors (samplers, perf, captures);
+        pidstat follows the server's process group."""
         self._started = time.monotonic()
-        procs = []
-        for name in self.requested:
-            if not self.active(name):
-                continue
-            for series in MONITOR_SPECS[name].series(self.iface):
-                proc = self.executor.start(
-                    list(series.argv), stdout=f"{logs}/{series.file}.txt",
-                    stderr=f"{logs}/{series.file}.err", env=series.env)
-                self._stop_signal[proc.pgid] = series.stop_signal
-                procs.append(proc)
-        if self.active("perf") and self.perf_event:
-            call_graph = ["-g"] if self.options.perf.call_graph == "fp" else \
-                ["--call-graph", "dwarf,16384"]
-            procs.append(self.executor.start(
-                ["perf", "record", "-a", "-F", str(self.options.perf.frequency), "-e",
-                 self.perf_event, *call_graph, "-o", f"{logs}/perf.data"],
-                stdout=f"{logs}/perf.log", stderr=f"{logs}/perf.err"))
-        if self.active("tcpdump"):
-            opts = self.options.tcpdump
-            bpf = opts.filter or f"udp port {self.port} or tcp port {self.port}"
-            procs.append(self._tcpdump(logs, "capture", opts.snaplen, bpf, log="tcpdump"))
-        if self.active("handshake"):
-            procs.append(self._tcpdump(
-                # whole packets: a GSO batch is captured before segmentation, as one datagram
-                logs, "handshake", 262144, f"udp port {self.port} and udp[8] & 0x80 != 0"))
+        pids = None
         if server_pgid is not None and self.active("pidstat"):
             pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
-                                     timeout=10, check=False).stdout.strip()
-            if pids:
-                procs.append(self.executor.start(
-                    list(pidstat_argv(pids)), stdout=f"{logs}/pidstat.txt",
-                    stderr=f"{logs}/pidstat.err", env=SYSSTAT_ENV))
-        return procs
+                                     timeout=10, check=False).stdout.strip() or None
+        ctx = self.start_context(pids)
+        return [self._start(logs, command) for name in self.requested if self.active(name)
+                for command in MONITORS[name].series(ctx)]
 
-    def _tcpdump(self, logs: str, name: str, snaplen: int, bpf: str,
-                 log: str | None = None) -> Background:
-        """Start tcpdump writing ``<name>.pcap`` and wait until it captures."""
-        log = log or name
-        proc = self.executor.start(
-            ["tcpdump", "-i", self.iface, "-n", "--immediate-mode", "-B", "16384", "-s",
-             str(snaplen), "-w", f"{logs}/{name}.pcap", *shlex.split(bpf)],
-            stdout=f"{logs}/{log}.log", stderr=f"{logs}/{log}.err")
-        # the transfer must not start before the capture does
-        self.executor.run(["sh", "-c", 'until grep -q "listening on" "$0" 2>/dev/null; do '
-                           'sleep 0.01; done', f"{logs}/{log}.err"], timeout=10)
+    def _start(self, logs: str, command: SeriesCommand) -> Background:
+        """Start one background command; wait until it is ready when it has a marker."""
+        argv = [arg.replace("{logs}", logs) for arg in command.argv]
+        err = f"{logs}/{command.stderr_name}"
+        proc = self.executor.start(argv, stdout=f"{logs}/{command.stdout_name}", stderr=err,
+                                   env=command.env)
+        self._stop_signal[proc.pgid] = command.stop_signal
+        if command.ready_marker:
+            # the transfer must not start before the capture does
+            self.executor.run(["sh", "-c", 'until grep -qF "$1" "$0" 2>/dev/null; do '
+                               'sleep 0.01; done', err, command.ready_marker], timeout=10)
         return proc
 
     def stop_series(self, procs: list[Background]) -> None:

@@ -1,17 +1,12 @@
-"""Monitors: tools that run on the nodes around the transfer and leave raw output in LOGS.
+"""Monitors: one registered object each, saying how it starts on a node, which files it
+leaves and which columns it yields (see :mod:`.base`, :mod:`.registry`)."""
 
-Two kinds:
+from interop_runner.monitors.base import (ROLES, SYSSTAT_ENV, Column, Monitor, NoValue,
+                                          SeriesCommand, SideFiles, SideInput, SnapshotCommand,
+                                          StartContext)
+from interop_runner.monitors.registry import (ALWAYS, LIGHT_SET, MONITORS, all_columns,
+                                              declared_columns, extracting)
 
-* snapshots run just before and just after the transfer (``<name>-before.txt`` /
-  ``<name>-after.txt``): NIC counters, kernel counters, qdisc statistics;
-* series run in the background during the transfer (``<name>.txt``): per-core and per-process
-  CPU, per-second interface rates.
-
-Every monitor names the tools it needs; a tool missing on a node makes that monitor "missing"
-for the node (recorded with the reason in run.json), never a failed run. Parsing the raw files
-is the job of :mod:`interop_runner.parsers` and :mod:`interop_runner.analysis`.
-"""
-
-from interop_runner.monitors.specs import LIGHT_SET, MONITOR_SPECS, MonitorSpec, SeriesCommand, SnapshotCommand
-
-__all__ = ["LIGHT_SET", "MONITOR_SPECS", "MonitorSpec", "SeriesCommand", "SnapshotCommand"]
+__all__ = ["ALWAYS", "LIGHT_SET", "MONITORS", "ROLES", "SYSSTAT_ENV", "Column", "Monitor",
+           "NoValue", "SeriesCommand", "SideFiles", "SideInput", "SnapshotCommand",
+           "StartContext", "all_columns", "declared_columns", "extracting"]

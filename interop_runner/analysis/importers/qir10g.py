@@ -36,14 +36,16 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from interop_runner.parsers import (ParseError, counter_delta, ethtool_totals_delta, mean_cpu_pct,
-                       parse_netstat_s, parse_pidstat)
+from interop_runner.analysis.columns import ROLES, DirectoryFiles, extract_role
+from interop_runner.analysis.diagnosis import add_bottleneck
+from interop_runner.analysis.frame import COLUMNS, Chunk, pooled_chunks
+from interop_runner.monitors import MONITORS, SideInput, declared_columns
+from interop_runner.monitors.captures import perf_rules, perf_share_columns
+from interop_runner.parsers import ParseError, mean_cpu_pct, parse_pidstat
 from interop_runner.parsers.common import ClockToEpoch
 from interop_runner.parsers.perf import FoldedStacks, categorize, filter_comm, read_perf_script
 from interop_runner.parsers.sysstat import PidstatSample
 from interop_runner.storage.store import STATUSES
-from interop_runner.analysis.diagnosis import add_bottleneck
-from interop_runner.analysis.columns import NSTAT_NAMES, ROLES, _rules, _slug
 
 __all__ = ["RESULT_FILE", "find_qir10g_experiments", "is_qir10g_tree", "load_qir10g",
            "load_qir10g_perf_categories"]
@@ -75,9 +77,8 @@ _NAME_RULES: dict[str, tuple[str, str]] = {  # implementation prefix -> (server,
     "tcp+tls": ("nginx", "wget"),
     "tcp": ("nginx", "wget"),
 }
-# counter name -> column name, per role (the same few hundred names recur in every repetition)
-_NIC_COLUMNS: dict[str, dict[str, str]] = {role: {} for role in ROLES}
-_NSTAT_COLUMNS: dict[str, dict[str, str]] = {role: {} for role in ROLES}
+# the monitors the predecessor ran in every repetition (perf only where out.perf* exists)
+MONITORS_RUN = ("ethtool", "nstat", "pidstat")
 # predecessor implementation name -> implementation name in perf_rules.yml
 _PERF_RULE_NAMES = {"tls1.3": "tcp-tls", "tcp+tls": "tcp-tls", "tcp": "tcp-tls"}
 
@@ -383,6 +384,40 @@ def _perf_rule_name(implementation: str) -> str:
     return _PERF_RULE_NAMES.get(implementation, implementation)
 
 
+def _role_columns(side: str, role: str, impl: str, window: tuple[float, float] | None,
+                  tz: timezone, cols: dict[str, float], missing: list[str]) -> None:
+    """The monitor columns of one role of a repetition, by the registered extractors where
+    the predecessor's files hold what ours do (ethtool, netstat -s as nstat, perf shares)."""
+    inp = SideInput(role, DirectoryFiles(side), window, impl, counter_format="netstat-s",
+                    snapshot_names=("start", "stop"))
+    extract_role(MONITORS["ethtool"], inp, cols, missing)
+    extract_role(MONITORS["nstat"], inp, cols, missing, label="netstat")
+    commands: set[str] = set()
+    text = _read(os.path.join(side, "pidstat.txt"))
+    if text is None:
+        missing.append(f"{role}.pidstat: pidstat.txt missing")
+    else:
+        try:
+            mean, commands, why = _pidstat(text, window, tz)
+        except ParseError as exc:
+            mean, why = None, str(exc)
+        if mean is not None:
+            cols[role + "_pidstat_cpu_pct"] = mean
+            cols[role + "_cpu_pct"] = mean  # the only CPU figure of this format
+        else:
+            missing.append(f"{role}.pidstat: {why}")
+    perf = _perf_file(side)
+    if perf is not None:
+        try:
+            stacks = filter_comm(_perf_stacks(perf), _comm_filter(impl, role, commands))
+            shares = perf_share_columns(stacks, _perf_rule_name(impl))
+            if not shares:
+                missing.append(f"{role}.perf: no samples of the {role} process")
+            cols.update({f"{role}_{name}": share for name, share in shares.items()})
+        except (ParseError, OSError, ValueError) as exc:
+            missing.append(f"{role}.perf: {exc}")
+
+
 def _repetition_row(rep_dir: Path | str, exp: _Experiment, pair: str, testcase: str,
                           repetition: int) -> dict[str, Any]:
     """The row of one repetition directory (base columns, monitor columns, missing reasons)."""
@@ -429,65 +464,8 @@ def _repetition_row(rep_dir: Path | str, exp: _Experiment, pair: str, testcase: 
     tz = _utc_offset(log.client_started, start_ns)
     cols: dict[str, float] = {}
     for role in ROLES:
-        side = os.path.join(rep, role)
-        p = role + "_"
         impl = server if role == "server" else client
-
-        before, after = (_read(os.path.join(side, f"ethtool-{w}.txt")) for w in ("start", "stop"))
-        if before is None or after is None:
-            missing.append(f"{role}.ethtool: ethtool-start/stop.txt missing")
-        else:
-            try:
-                names = _NIC_COLUMNS[role]
-                for key, value in ethtool_totals_delta(before, after).items():
-                    name = names.get(key)
-                    if name is None:
-                        name = names[key] = p + "nic_" + key
-                    cols[name] = value
-            except ParseError as exc:
-                missing.append(f"{role}.ethtool: {exc}")
-
-        before, after = (_read(os.path.join(side, f"netstat-{w}.txt")) for w in ("start", "stop"))
-        if before is None or after is None:
-            missing.append(f"{role}.netstat: netstat-start/stop.txt missing")
-        else:
-            try:
-                delta = counter_delta(parse_netstat_s(before), parse_netstat_s(after))
-                names = _NSTAT_COLUMNS[role]
-                for key, value in delta.items():
-                    name = names.get(key)
-                    if name is None:
-                        name = names[key] = p + NSTAT_NAMES.get(key, "nstat_" + key)
-                    cols[name] = value
-            except ParseError as exc:
-                missing.append(f"{role}.netstat: {exc}")
-
-        commands: set[str] = set()
-        text = _read(os.path.join(side, "pidstat.txt"))
-        if text is None:
-            missing.append(f"{role}.pidstat: pidstat.txt missing")
-        else:
-            try:
-                mean, commands, why = _pidstat(text, window, tz)
-            except ParseError as exc:
-                mean, why = None, str(exc)
-            if mean is not None:
-                cols[p + "pidstat_cpu_pct"] = mean
-                cols[p + "cpu_pct"] = mean  # the only CPU figure of this format
-            else:
-                missing.append(f"{role}.pidstat: {why}")
-
-        perf = _perf_file(side)
-        if perf is not None:
-            try:
-                stacks = filter_comm(_perf_stacks(perf), _comm_filter(impl, role, commands))
-                shares = categorize(stacks, _rules(), _perf_rule_name(impl))
-                if not shares:
-                    missing.append(f"{role}.perf: no samples of the {role} process")
-                for category, share in shares.items():
-                    cols[f"{p}perf_{_slug(category)}_share"] = share
-            except (ParseError, OSError, ValueError) as exc:
-                missing.append(f"{role}.perf: {exc}")
+        _role_columns(os.path.join(rep, role), role, impl, window, tz, cols, missing)
     row["monitors_missing"] = "; ".join(missing) or None
     row["_numeric"] = cols
     return row
@@ -497,16 +475,20 @@ def _repetition_row(rep_dir: Path | str, exp: _Experiment, pair: str, testcase: 
 # the frame
 
 _Task = tuple[int, str, str, int, str]  # experiment index, pair, testcase, repetition, path
-_Chunk = tuple[list[dict[str, Any]], list[str], np.ndarray]
 
 
-def _chunk(tasks: list[_Task], experiments: list[_Experiment]) -> _Chunk:
-    """Rows of some repetitions: base values and one float64 matrix of monitor values."""
+def _chunk(tasks: list[_Task], experiments: list[_Experiment]) -> Chunk:
+    """Rows of some repetitions: base values and one float64 matrix of monitor values, with
+    every column of the monitors the predecessor ran."""
     rows = [_repetition_row(path, experiments[i], pair, case, rep)
             for i, pair, case, rep, path in tasks]
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row["_numeric"]))
+    perf = any(_perf_file(os.path.join(path, role)) is not None
+               for *_, path in tasks for role in ROLES)
+    names.update(dict.fromkeys(declared_columns([*MONITORS_RUN, *(["perf"] if perf else [])])))
+
     numeric = list(names)
     nan = float("nan")
     matrix = np.array([[row["_numeric"].get(n, nan) for n in numeric] for row in rows],
@@ -532,8 +514,6 @@ def _tasks(roots: Iterable[Path | str]) -> tuple[list[_Task], list[_Experiment]]
 
 
 def _frame(rows: list[dict[str, Any]], numeric: list[str], matrix: np.ndarray) -> pd.DataFrame:
-    from interop_runner.analysis.results import COLUMNS  # results.py imports this module lazily (no cycle)
-
     keys: dict[str, None] = dict.fromkeys(COLUMNS)
     keys["monitors_missing"] = None
     keys["link_rate_mbps"] = None
@@ -575,8 +555,6 @@ def load_qir10g(*paths: Path | str) -> pd.DataFrame:
     ``server_param_<name>``/``client_param_<name>`` and ``qir_arg_<name>`` (runner arguments).
     Large trees are parsed in a process pool.
     """
-    from interop_runner.analysis.results import pooled_chunks  # results.py imports this module lazily (no cycle)
-
     tasks, experiments = _tasks(paths)
     return _frame(*pooled_chunks(_chunk, tasks, experiments))
 
@@ -613,7 +591,7 @@ def load_qir10g_perf_categories(*paths: Path | str) -> pd.DataFrame:
             process = filter_comm(system, _comm_filter(impl, role, commands))
             for scope, stacks in (("process", process), ("system", system)):
                 out += [{**ids, "scope": scope, "category": cat, "share": share}
-                        for cat, share in categorize(stacks, _rules(),
+                        for cat, share in categorize(stacks, perf_rules(),
                                                      _perf_rule_name(impl)).items()]
     frame = pd.DataFrame(out)
     if frame.empty:
