@@ -397,69 +397,94 @@ def load_testbed(path: Path | str) -> TestbedConfig:
         raise ConfigError(_format_errors(str(path), exc, TestbedConfig)) from None
 
 
-def _check_implementations(
-    source: str, cfg: CampaignConfig, registry: dict[str, ImplementationMeta]
-) -> list[str]:
-    errors: list[str] = []
-    known = ", ".join(sorted(registry)) or "none"
+class _ImplementationCheck:
+    """Checks every implementation name and parameter a campaign uses against the registry;
+    ``errors`` collects one ``file: key: message`` line per problem."""
 
-    def check_name(key: str, name: str, role: str) -> None:
+    def __init__(self, source: str, cfg: CampaignConfig,
+                 registry: dict[str, ImplementationMeta]) -> None:
+        self.source, self.cfg, self.registry = source, cfg, registry
+        self.known = ", ".join(sorted(registry)) or "none"
+        self.errors: list[str] = []
+
+    def name(self, key: str, name: str, role: str) -> None:
+        """``name`` must resolve (registry or variant) and have ``role``."""
         try:
-            meta = resolve(name, registry, cfg.implementations)
+            meta = resolve(name, self.registry, self.cfg.implementations)
         except KeyError as exc:
             base = str(exc.args[0])
-            hint = difflib.get_close_matches(base, list(registry), n=1)
+            hint = difflib.get_close_matches(base, list(self.registry), n=1)
             did = f"; did you mean {hint[0]!r}?" if hint else ""
-            errors.append(f"{source}: {key}: unknown implementation {base!r} (known: {known}{did})")
+            self.errors.append(f"{self.source}: {key}: unknown implementation {base!r} "
+                               f"(known: {self.known}{did})")
             return
         except ValueError as exc:
-            errors.append(f"{source}: {key}: {name}: {exc}")
+            self.errors.append(f"{self.source}: {key}: {name}: {exc}")
             return
         if role not in meta.roles:
-            errors.append(f"{source}: {key}: implementation {name!r} has no {role} role")
+            self.errors.append(f"{self.source}: {key}: implementation {name!r} has no "
+                               f"{role} role")
 
-    for name, spec in cfg.implementations.items():
-        where = f"implementations.{name}"
-        if name in registry:
-            errors.append(f"{source}: {where}: {name!r} is a registry implementation; give the "
-                          "variant another name (e.g. <name>@<label>)")
-            continue
-        check_name(where, name, "server" if "server" in getattr(
-            registry.get(spec.base), "roles", ["server"]) else "client")
-        if spec.source is not None:
-            src = Path(spec.source).expanduser()
-            if not src.is_dir():
-                errors.append(f"{source}: {where}.source: not a directory: {src}")
-    for written, name in cfg.impl.items():
-        check_name(f"impl.{written}", name, "server" if any(
-            p.server == written for p in cfg.written_pairs()) else "client")
+    def variants(self) -> None:
+        """``implementations:``: variant names, their base and source tree."""
+        for name, spec in self.cfg.implementations.items():
+            where = f"implementations.{name}"
+            if name in self.registry:
+                self.errors.append(f"{self.source}: {where}: {name!r} is a registry "
+                                   "implementation; give the variant another name (e.g. "
+                                   "<name>@<label>)")
+                continue
+            self.name(where, name, "server" if "server" in getattr(
+                self.registry.get(spec.base), "roles", ["server"]) else "client")
+            if spec.source is not None:
+                src = Path(spec.source).expanduser()
+                if not src.is_dir():
+                    self.errors.append(f"{self.source}: {where}.source: not a directory: {src}")
 
-    for i, name in enumerate(cfg.servers):
-        check_name(f"servers[{i}]", name, "server")
-    for i, name in enumerate(cfg.clients):
-        check_name(f"clients[{i}]", name, "client")
-    for i, pair in enumerate(cfg.pairs or []):
-        check_name(f"pairs[{i}].server", pair.server, "server")
-        check_name(f"pairs[{i}].client", pair.client, "client")
-    for side in ("server", "client"):
-        for impl, params in getattr(cfg, f"{side}_params").items():
+    def pairs(self) -> None:
+        """``impl:``, ``servers:``/``clients:`` and ``pairs:``."""
+        cfg = self.cfg
+        for written, name in cfg.impl.items():
+            self.name(f"impl.{written}", name, "server" if any(
+                p.server == written for p in cfg.written_pairs()) else "client")
+        for i, name in enumerate(cfg.servers):
+            self.name(f"servers[{i}]", name, "server")
+        for i, name in enumerate(cfg.clients):
+            self.name(f"clients[{i}]", name, "client")
+        for i, pair in enumerate(cfg.pairs or []):
+            self.name(f"pairs[{i}].server", pair.server, "server")
+            self.name(f"pairs[{i}].client", pair.client, "client")
+
+    def parameters(self, side: str) -> None:
+        """``<side>_params:``: every key declared by the implementation, every value valid."""
+        for impl, params in getattr(self.cfg, f"{side}_params").items():
             base = f"{side}_params.{impl}"
             try:
-                specs = resolve(impl, registry, cfg.implementations).parameters
+                specs = resolve(impl, self.registry, self.cfg.implementations).parameters
             except (KeyError, ValueError):
-                check_name(base, impl, side)
+                self.name(base, impl, side)
                 continue
             for key, value in (params or {}).items():
                 if key not in specs:
                     names = ", ".join(sorted(specs)) or "none"
-                    errors.append(f"{source}: {base}.{key}: unknown parameter for {impl} "
-                                  f"(it accepts: {names})")
+                    self.errors.append(f"{self.source}: {base}.{key}: unknown parameter for "
+                                       f"{impl} (it accepts: {names})")
                     continue
                 try:
                     specs[key].to_env(value)
                 except ValueError as exc:
-                    errors.append(f"{source}: {base}.{key}: {exc}")
-    return errors
+                    self.errors.append(f"{self.source}: {base}.{key}: {exc}")
+
+
+def _check_implementations(
+    source: str, cfg: CampaignConfig, registry: dict[str, ImplementationMeta]
+) -> list[str]:
+    check = _ImplementationCheck(source, cfg, registry)
+    check.variants()
+    check.pairs()
+    check.parameters("server")
+    check.parameters("client")
+    return check.errors
 
 
 def _check_sweep(source: str, data: dict[str, Any], cfg: CampaignConfig,

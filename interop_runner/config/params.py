@@ -79,9 +79,8 @@ class Resolved:
     unhonoured: list[dict[str, Any]] = field(default_factory=list)
 
 
-def resolve(params: StandardParams, supports: Supports, implementation: str, *,
-            keylog: bool, qlog: bool) -> Resolved:
-    """Environment, effective values and unhonoured requests for one implementation."""
+def _env(params: StandardParams) -> dict[str, str]:
+    """The contract environment of the standard parameters."""
     env = {
         "CONGESTION_CONTROL": params.congestion_control,
         "CIPHER": params.cipher or "",
@@ -93,61 +92,83 @@ def resolve(params: StandardParams, supports: Supports, implementation: str, *,
     }
     if not params.aes_hw:
         env.update(AES_HW_OFF_ENV)
-    out = Resolved(env=env, effective={})
-    eff = out.effective
+    return env
 
-    def miss(name: str, asked: Any, used: Any, why: str) -> None:
-        out.unhonoured.append({"param": name, "asked": asked, "used": used,
-                               "reason": f"{implementation} {why}"})
 
-    cc = params.congestion_control
-    if cc in supports.congestion_control:
-        eff["congestion_control"] = cc
-    else:
-        used = supports.congestion_control[0] if supports.congestion_control else LIBRARY_DEFAULT
-        eff["congestion_control"] = used
-        have = ", ".join(supports.congestion_control) or "no choice"
-        miss("congestion_control", cc, used, f"cannot run {cc} (it offers: {have})")
+class _Resolver:
+    """Fills one side's effective values and unhonoured requests, one parameter at a time."""
 
-    if params.cipher is None:
-        eff["cipher"] = LIBRARY_DEFAULT
-    elif params.cipher in supports.cipher:
-        eff["cipher"] = params.cipher
-    else:
-        eff["cipher"] = LIBRARY_DEFAULT
-        miss("cipher", params.cipher, LIBRARY_DEFAULT,
-             "cannot restrict TLS to this cipher suite" if supports.cipher
-             else "cannot choose the TLS cipher suite")
+    def __init__(self, params: StandardParams, supports: Supports, implementation: str) -> None:
+        self.params, self.supports, self.implementation = params, supports, implementation
+        self.out = Resolved(env=_env(params), effective={})
 
-    for name in ("socket_rcvbuf", "socket_sndbuf"):
-        value = getattr(params, name)
-        if value is None:
-            eff[name] = LIBRARY_DEFAULT
-        elif supports.socket_buffers:
-            eff[name] = value
-        else:
-            eff[name] = LIBRARY_DEFAULT
-            miss(name, value, LIBRARY_DEFAULT, "cannot set its socket buffer sizes")
+    def miss(self, name: str, asked: Any, used: Any, why: str) -> None:
+        self.out.unhonoured.append({"param": name, "asked": asked, "used": used,
+                                    "reason": f"{self.implementation} {why}"})
 
-    for name in ("gso", "gro"):
-        on = getattr(params, name)
-        if getattr(supports, name):
-            eff[name] = on
-        else:
-            eff[name] = LIBRARY_DEFAULT
-            if not on:  # asking to switch it off is a request; "use it if offered" is not
-                miss(name, False, LIBRARY_DEFAULT, f"cannot switch {name.upper()} off")
+    def congestion_control(self) -> None:
+        cc, offered = self.params.congestion_control, self.supports.congestion_control
+        if cc in offered:
+            self.out.effective["congestion_control"] = cc
+            return
+        used = offered[0] if offered else LIBRARY_DEFAULT
+        self.out.effective["congestion_control"] = used
+        have = ", ".join(offered) or "no choice"
+        self.miss("congestion_control", cc, used, f"cannot run {cc} (it offers: {have})")
 
-    eff["aes_hw"] = params.aes_hw if supports.aes_hw_off else True
-    if not params.aes_hw and not supports.aes_hw_off:
-        miss("aes_hw", False, True, "cannot run without hardware AES (its crypto library has "
-             "no switch for it)")
+    def cipher(self) -> None:
+        cipher = self.params.cipher
+        if cipher is not None and cipher in self.supports.cipher:
+            self.out.effective["cipher"] = cipher
+            return
+        self.out.effective["cipher"] = LIBRARY_DEFAULT
+        if cipher is not None:
+            self.miss("cipher", cipher, LIBRARY_DEFAULT,
+                      "cannot restrict TLS to this cipher suite" if self.supports.cipher
+                      else "cannot choose the TLS cipher suite")
 
-    for name, asked in (("keylog", keylog), ("qlog", qlog)):
-        eff[name] = asked and getattr(supports, name)
-        if asked and not getattr(supports, name):
-            miss(name, True, False, f"cannot write a {name}")
-    return out
+    def socket_buffers(self) -> None:
+        for name in ("socket_rcvbuf", "socket_sndbuf"):
+            value = getattr(self.params, name)
+            supported = value is not None and self.supports.socket_buffers
+            self.out.effective[name] = value if supported else LIBRARY_DEFAULT
+            if value is not None and not supported:
+                self.miss(name, value, LIBRARY_DEFAULT, "cannot set its socket buffer sizes")
+
+    def offloads(self) -> None:
+        for name in ("gso", "gro"):
+            on = getattr(self.params, name)
+            supported = getattr(self.supports, name)
+            self.out.effective[name] = on if supported else LIBRARY_DEFAULT
+            if not supported and not on:  # switching it off is a request; "use if offered" not
+                self.miss(name, False, LIBRARY_DEFAULT, f"cannot switch {name.upper()} off")
+
+    def aes_hw(self) -> None:
+        aes_hw, switch = self.params.aes_hw, self.supports.aes_hw_off
+        self.out.effective["aes_hw"] = aes_hw if switch else True
+        if not aes_hw and not switch:
+            self.miss("aes_hw", False, True, "cannot run without hardware AES (its crypto "
+                      "library has no switch for it)")
+
+    def logs(self, keylog: bool, qlog: bool) -> None:
+        for name, asked in (("keylog", keylog), ("qlog", qlog)):
+            supported = getattr(self.supports, name)
+            self.out.effective[name] = asked and supported
+            if asked and not supported:
+                self.miss(name, True, False, f"cannot write a {name}")
+
+
+def resolve(params: StandardParams, supports: Supports, implementation: str, *,
+            keylog: bool, qlog: bool) -> Resolved:
+    """Environment, effective values and unhonoured requests for one implementation."""
+    resolver = _Resolver(params, supports, implementation)
+    resolver.congestion_control()
+    resolver.cipher()
+    resolver.socket_buffers()
+    resolver.offloads()
+    resolver.aes_hw()
+    resolver.logs(keylog, qlog)
+    return resolver.out
 
 
 def parse_negotiated(text: str) -> dict[str, Any] | None:
