@@ -5,7 +5,7 @@ Usage::
     python bench/make_campaign.py OUT_DIR [--attempts 1000] [--seed 1] [--force]
 
 Builds ``OUT_DIR/<campaign-id>/`` in exactly the layout the runner writes (see
-``interop_runner/store.py`` and ``interop_runner/orchestrator.py``)::
+``interop_runner/storage/`` and ``interop_runner/measure/attempt.py``)::
 
     <campaign-id>/campaign.json
     <campaign-id>/hosts/{server,client}/...                     (host facts, copied)
