@@ -1,16 +1,7 @@
-"""Host knobs as configured: which node settings a campaign changes for its runs.
+"""Host knobs as configured: which node settings a campaign changes for its runs (socket
+buffer sysctls, offloads, MTU, rate limit, loss, delay/reordering, core pinning).
 
-How they are applied and restored on a node lives in :mod:`interop_runner.testbed.knobs`.
-
-Before a knob changes anything, the command that undoes it is appended to a journal on the
-node (``<workdir>/restore.sh``, one shell command per line). Restoring runs the journal
-backwards and deletes it. So a runner that is killed, or loses its connection, leaves a journal
-behind that ``run.py testbed restore`` or the next campaign's start replays; a person can also
-run it by hand (``tac restore.sh | sh``).
-
-Knobs: socket buffer sysctls, segmentation offloads (ethtool), MTU, a rate limit (tbf), random
-loss (iptables statistic), delay/reordering (netem, where the kernel has it). Core pinning is
-no state change: it prefixes the implementation's command with ``taskset``.
+How they are applied, journaled and restored on a node: :mod:`interop_runner.testbed.knobs`.
 """
 
 from __future__ import annotations
