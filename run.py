@@ -3,7 +3,7 @@
 
 import sys
 
-from interop_runner.cli.main import main
+from interop_runner.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

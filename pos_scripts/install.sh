@@ -58,6 +58,7 @@ if [[ ! -x $ROOT/.venv/bin/python ]]; then
   python3 -m venv "$ROOT/.venv"
 fi
 "$ROOT/.venv/bin/pip" install -q -r "$ROOT/requirements.txt"
+"$ROOT/.venv/bin/pip" install -q --no-deps --no-build-isolation -e "$ROOT"  # the `qir` command
 # the Jupyter kernel the notebooks (and their tests) run in: the venv's own python3
 if [[ ! -e $ROOT/.venv/share/jupyter/kernels/python3/kernel.json ]]; then
   "$ROOT/.venv/bin/python" -m ipykernel install --sys-prefix >/dev/null

@@ -96,7 +96,7 @@ def register(subparsers: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    """Run ``compare``; a :class:`~interop_runner.cli.main.UserError` is one line and exit 2."""
+    """Run ``compare``; a :class:`~interop_runner.errors.UserError` is one line and exit 2."""
     try:
         return _compare(args)
     except UserError as exc:

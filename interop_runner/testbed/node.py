@@ -17,11 +17,11 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from interop_runner.config.campaign import NodeConfig, SSHConfig
 from interop_runner.errors import ExecutorError
-from interop_runner.remote.executor import CommandFailed, Executor, Result
+from interop_runner.remote.executor import CommandFailed, Executor, LocalExecutor, Result
 from interop_runner.remote.ssh import SSHExecutor, SSHTarget
 from interop_runner.parsers.hostfacts import split_sections, summarize_facts
 from interop_runner.testbed.hostfacts import FACTS_SCRIPT
@@ -74,6 +74,20 @@ class Node:
                 command_timeout: float = 120.0) -> "Node":
         """Open the node's persistent SSH connection (process journal: ``<workdir>/procs``)."""
         executor = SSHExecutor(name, ssh_target(cfg.ssh))
+        executor.proc_journal, executor.proc_tag = f"{cfg.workdir}/procs", campaign_id
+        return cls(name, cfg, executor, campaign_id, command_timeout)
+
+    @classmethod
+    def local(cls, name: str, role: Literal["server", "client"], base: Path | str,
+              campaign_id: str, *, ip: str = "127.0.0.1", interface: str = "lo",
+              command_timeout: float = 120.0) -> "Node":
+        """A node on this machine, driven by a :class:`LocalExecutor` (no SSH, no root): its
+        workdir and tmpdir are ``<base>/<name>/work`` and ``<base>/<name>/tmp``, its process
+        journal as on a real node. For tests of the run path."""
+        root = Path(base).resolve() / name
+        cfg = NodeConfig(role=role, ssh=SSHConfig(host="localhost"), interface=interface,
+                         ip=ip, workdir=str(root / "work"), tmpdir=str(root / "tmp"))
+        executor = LocalExecutor(name)
         executor.proc_journal, executor.proc_tag = f"{cfg.workdir}/procs", campaign_id
         return cls(name, cfg, executor, campaign_id, command_timeout)
 

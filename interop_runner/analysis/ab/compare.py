@@ -228,52 +228,79 @@ def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float =
     signed-rank test and ``min_samples`` counts pairs. The settings are kept in
     ``result.attrs``.
     """
+    _check_settings(confidence, min_effect)
+    keys = list(by) if by is not None else cell_keys(frame_a, frame_b)
+    settings = Settings(min_effect, confidence, alpha, n_boot, seed, min_samples,
+                        "paired" if paired else "unpaired")
+    a = _normalized(with_pair_ids(frame_a) if paired else frame_a, keys)
+    b = _normalized(with_pair_ids(frame_b) if paired else frame_b, keys)
+    groups_a, groups_b = _groups(a, keys), _groups(b, keys)
+    rows = [_cell_row(key, groups_a.get(key), groups_b.get(key), keys, settings)
+            for key in sorted(set(groups_a) | set(groups_b))]
+    result = _result_frame(rows, keys)
+    result.attrs.update(keys=keys, min_effect=min_effect, confidence=confidence, alpha=alpha,
+                        n_boot=n_boot, seed=seed, min_samples=min_samples,
+                        method=settings.method, settings=setting_differences(frame_a, frame_b))
+    return result
+
+
+def _check_settings(confidence: float, min_effect: float) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
     if min_effect < 0:
         raise ValueError(f"min_effect must not be negative, not {min_effect}")
-    keys = list(by) if by is not None else cell_keys(frame_a, frame_b)
-    method = "paired" if paired else "unpaired"
-    a = _normalized(with_pair_ids(frame_a) if paired else frame_a, keys)
-    b = _normalized(with_pair_ids(frame_b) if paired else frame_b, keys)
-    groups_a, groups_b = _groups(a, keys), _groups(b, keys)
-    rows = []
-    for key in sorted(set(groups_a) | set(groups_b)):
-        ga, gb = groups_a.get(key), groups_b.get(key)
-        x, failed_a = _samples(ga) if ga is not None else (np.empty(0), 0)
-        y, failed_b = _samples(gb) if gb is not None else (np.empty(0), 0)
-        pairs = pair_up(ga, gb) if paired else None
-        rel, low, high, p = _cell_stats(x, y, pairs, confidence=confidence, n_boot=n_boot,
-                                        rng=_cell_rng(seed, key))
-        n_a, n_b = (pairs.a.size, pairs.a.size) if pairs is not None else (x.size, y.size)
-        notes = []
-        if ga is None or gb is None:
-            notes.append(f"only in {'A' if gb is None else 'B'}")
-        elif pairs is not None and pairs.a.size < min_samples:
-            notes.append(f"too few pairs with both attempts ok (need {min_samples})")
-        elif pairs is not None and pairs.a.size < min_pairs(alpha):
-            notes.append(f"the signed-rank test needs {min_pairs(alpha)} pairs for "
-                         f"p < {alpha:g}")
-        elif x.size < min_samples or y.size < min_samples:
-            notes.append(f"too few ok attempts (need {min_samples} per side)")
-        if pairs is not None and (pairs.unpaired_a or pairs.unpaired_b):
-            notes.append(f"{pairs.unpaired_a + pairs.unpaired_b} ok attempts without an ok "
-                         f"partner left out (A {pairs.unpaired_a}, B {pairs.unpaired_b})")
-        if failed_b > failed_a:
-            notes.append(f"more failures in B ({failed_b} vs {failed_a})")
-        rows.append({
-            **dict(zip(keys, key)),
-            "n_a": int(x.size), "n_b": int(y.size), "failed_a": failed_a, "failed_b": failed_b,
-            "n_pairs": None if pairs is None else int(pairs.a.size),
-            "unpaired_a": None if pairs is None else pairs.unpaired_a,
-            "unpaired_b": None if pairs is None else pairs.unpaired_b,
-            "median_a": _medians(x), "median_b": _medians(y), "rel_diff": rel, "ci_low": low,
-            "ci_high": high, "p_value": p, "cliffs_delta": cliffs_delta(x, y),
-            "verdict": verdict(rel, low, high, p, int(n_a), int(n_b), min_effect=min_effect,
-                               alpha=alpha, min_samples=min_samples),
-            "method": method, "versions_a": _versions(ga), "versions_b": _versions(gb),
-            "note": "; ".join(notes),
-        })
+
+
+def _cell_row(key: tuple[Any, ...], ga: pd.DataFrame | None, gb: pd.DataFrame | None,
+              keys: Sequence[str], s: "Settings") -> dict[str, Any]:
+    """One row of a :func:`compare` result: the cell ``key`` with its attempts on side A
+    (``ga``) and side B (``gb``; None: the cell is not on that side)."""
+    x, failed_a = _samples(ga) if ga is not None else (np.empty(0), 0)
+    y, failed_b = _samples(gb) if gb is not None else (np.empty(0), 0)
+    pairs = pair_up(ga, gb) if s.method == "paired" else None
+    rel, low, high, p = _cell_stats(x, y, pairs, confidence=s.confidence, n_boot=s.n_boot,
+                                    rng=_cell_rng(s.seed, key))
+    n_a, n_b = (pairs.a.size, pairs.a.size) if pairs is not None else (x.size, y.size)
+    notes = _cell_notes(gb is None, ga is None, x.size, y.size, pairs, s)
+    if failed_b > failed_a:
+        notes.append(f"more failures in B ({failed_b} vs {failed_a})")
+    return {
+        **dict(zip(keys, key)),
+        "n_a": int(x.size), "n_b": int(y.size), "failed_a": failed_a, "failed_b": failed_b,
+        "n_pairs": None if pairs is None else int(pairs.a.size),
+        "unpaired_a": None if pairs is None else pairs.unpaired_a,
+        "unpaired_b": None if pairs is None else pairs.unpaired_b,
+        "median_a": _medians(x), "median_b": _medians(y), "rel_diff": rel, "ci_low": low,
+        "ci_high": high, "p_value": p, "cliffs_delta": cliffs_delta(x, y),
+        "verdict": verdict(rel, low, high, p, int(n_a), int(n_b), min_effect=s.min_effect,
+                           alpha=s.alpha, min_samples=s.min_samples),
+        "method": s.method, "versions_a": _versions(ga), "versions_b": _versions(gb),
+        "note": "; ".join(notes),
+    }
+
+
+def _cell_notes(only_a: bool, only_b: bool, n_x: int, n_y: int, pairs: Pairs | None,
+                s: "Settings") -> list[str]:
+    """Why a cell's verdict may be weak: one side missing, too few samples or pairs, ok
+    attempts left without a partner."""
+    notes = []
+    if only_a or only_b:
+        notes.append(f"only in {'A' if only_a else 'B'}")
+    elif pairs is not None and pairs.a.size < s.min_samples:
+        notes.append(f"too few pairs with both attempts ok (need {s.min_samples})")
+    elif pairs is not None and pairs.a.size < min_pairs(s.alpha):
+        notes.append(f"the signed-rank test needs {min_pairs(s.alpha)} pairs for "
+                     f"p < {s.alpha:g}")
+    elif n_x < s.min_samples or n_y < s.min_samples:
+        notes.append(f"too few ok attempts (need {s.min_samples} per side)")
+    if pairs is not None and (pairs.unpaired_a or pairs.unpaired_b):
+        notes.append(f"{pairs.unpaired_a + pairs.unpaired_b} ok attempts without an ok "
+                     f"partner left out (A {pairs.unpaired_a}, B {pairs.unpaired_b})")
+    return notes
+
+
+def _result_frame(rows: list[dict[str, Any]], keys: Sequence[str]) -> pd.DataFrame:
+    """The rows as a frame with the result columns' dtypes (also when there are none)."""
     result = pd.DataFrame(rows, columns=[*keys, *RESULT_COLUMNS])
     for col in ("n_a", "n_b", "failed_a", "failed_b"):
         result[col] = result[col].astype("int64")
@@ -282,9 +309,6 @@ def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float =
     for col in ("median_a", "median_b", "rel_diff", "ci_low", "ci_high", "p_value",
                 "cliffs_delta"):
         result[col] = result[col].astype("float64")
-    result.attrs.update(keys=keys, min_effect=min_effect, confidence=confidence, alpha=alpha,
-                        n_boot=n_boot, seed=seed, min_samples=min_samples, method=method,
-                        settings=setting_differences(frame_a, frame_b))
     return result
 
 

@@ -1,0 +1,130 @@
+"""``run.py validate``, ``list``, ``parse`` and ``matrix``: campaign files, implementations and
+stored results, nothing that reaches a node."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
+from interop_runner.config.implementations import load_registry
+from interop_runner.errors import UserError
+from interop_runner.units import format_iec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def register_validate(sub: "argparse._SubParsersAction[Any]") -> None:
+    """Add ``validate``."""
+    p = sub.add_parser("validate", help="check a campaign file (and its testbed) without running",
+                       description="Validate a campaign file and the testbed file it names; "
+                                   "print one line per problem, with its key path.")
+    p.add_argument("config", type=Path)
+
+
+def register_list(sub: "argparse._SubParsersAction[Any]") -> None:
+    """Add ``list``."""
+    sub.add_parser("list", help="list the available implementations",
+                   description="List implementations with their version, roles, protocols and "
+                               "parameters.")
+
+
+def register_parse(sub: "argparse._SubParsersAction[Any]") -> None:
+    """Add ``parse``."""
+    p = sub.add_parser("parse", help="write the results of one or more campaigns as a table",
+                       description="Load every run.json below RESULTS (one row per attempt) "
+                                   "and write it as Parquet or CSV (chosen by the suffix).")
+    p.add_argument("results", type=Path, nargs="+", help="campaign or results directories")
+    p.add_argument("-o", "--output", type=Path, required=True,
+                   help="output file ending in .parquet or .csv")
+
+
+def register_matrix(sub: "argparse._SubParsersAction[Any]") -> None:
+    """Add ``matrix``."""
+    p = sub.add_parser("matrix", help="print the server x client goodput matrix",
+                       description="Median goodput (Mbit/s) of every server x client pair "
+                                   "below RESULTS, with failures per cell (paper Fig. 6); "
+                                   "optionally drawn as a heatmap.")
+    p.add_argument("results", type=Path, nargs="+", help="campaign or results directories")
+    p.add_argument("-o", "--output", type=Path, default=None,
+                   help="also write the heatmap to this image file (.png, .svg, .pdf)")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check a campaign file and its testbed; one summary line when they are valid."""
+    cfg, testbeds = load_campaign_testbeds(args.config)
+    check_ssh_files(args.config, cfg, testbeds)
+    print(f"{args.config}: ok — {len(cfg.pair_list())} pair(s) x {cfg.repetitions} "
+          f"repetition(s), file {format_iec(cfg.file_size)}, testbed "
+          f"{', '.join(t.name for t in testbeds)}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """One line per implementation: version, roles, protocols, support, parameters."""
+    for meta in load_registry().values():
+        params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
+        sup = meta.supports
+        flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog") if getattr(sup, n)]
+        print(f"{meta.name:10} {meta.version:14} roles={','.join(meta.roles):14} "
+              f"alpn={','.join(meta.alpns):14} cc={','.join(sup.congestion_control) or '-':16} "
+              f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}")
+    return 0
+
+
+def print_matrix(frame: "pd.DataFrame") -> None:
+    """The server x client goodput matrix of a results frame, on stdout."""
+    from interop_runner.analysis import status_matrix
+
+    table = status_matrix(frame)
+    print("\nmedian goodput in Mbit/s; rows: server, columns: client")
+    print(table.to_string())
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    """Write the attempts below the result directories as Parquet or CSV."""
+    from interop_runner.analysis import load_results
+
+    frame = load_results(*args.results)
+    suffix = args.output.suffix.lower()
+    if suffix == ".parquet":
+        frame.to_parquet(args.output, index=False)
+    elif suffix == ".csv":
+        frame.to_csv(args.output, index=False)
+    else:
+        raise UserError(f"{args.output}: output must end in .parquet or .csv")
+    print(f"{args.output}: {len(frame)} attempt(s)")
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """Print the goodput matrix; with ``-o`` also draw it as a heatmap."""
+    from interop_runner.analysis import load_results
+
+    frame = load_results(*args.results)
+    if frame.empty:
+        raise UserError(f"no attempts found below {', '.join(map(str, args.results))}")
+    print_matrix(frame)
+    if args.output is not None:
+        _save_heatmap(frame, args.output)
+    return 0
+
+
+def _save_heatmap(frame: "pd.DataFrame", output: Path) -> None:
+    import matplotlib
+
+    from interop_runner.analysis import plot_matrix
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plot_matrix(frame)
+    fig = plt.gcf()
+    fig.tight_layout()
+    try:
+        fig.savefig(output, dpi=150)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{output}: cannot write the heatmap: {exc}") from None
+    print(f"heatmap: {output}")

@@ -1,0 +1,127 @@
+"""The command line's wiring: every command is reachable under its name, errors become one
+``error:`` line and the documented exit code, and ``python -m interop_runner`` is the same
+program as ``run.py``. Nothing here reaches a node."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interop_runner.cli import main
+from interop_runner.cli.main import COMMANDS, build_parser
+from interop_runner.cli.main import main as module_main
+from interop_runner.cli import run as cli_run
+from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
+                                   RegistryError, StoreError, UserError)
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = ROOT / "tests" / "data" / "bad_input" / "good.yml"  # valid, on an unreachable testbed
+ORDER = ["run", "validate", "testbed", "list", "parse", "matrix", "report", "compare"]
+
+
+def subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(action.choices)
+
+
+def test_every_command_is_registered_and_dispatched() -> None:
+    assert subcommands(build_parser()) == ORDER
+    assert list(COMMANDS) == ORDER
+    assert module_main is main  # what `from interop_runner.cli import main` gives
+
+
+@pytest.mark.parametrize("command", ["", *ORDER])
+def test_help_of_every_command(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"] if command else ["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: run.py {command}".rstrip())
+
+
+@pytest.mark.parametrize("exc,code", [
+    (ConfigError(["c.yml: pairs[0].server: unknown implementation 'x'"]), 2),
+    (cli_run.TestbedUnreachable("testbed t: server: connection refused"), 2),
+    (UserError("x: not a campaign directory"), 1),
+    (ExecutorError("server: ssh dropped"), 1),
+    (PreflightError("server: missing tools: ss"), 1),
+    (StoreError("x/run.json: broken"), 1),
+    (RegistryError("meta.yml: invalid"), 1),
+    (KnobError("rmem: cannot set"), 1),
+    (OSError("[Errno 21] Is a directory: 'out'"), 1),
+])
+def test_errors_are_one_line_and_an_exit_code(exc: Exception, code: int,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    def fail(args: argparse.Namespace) -> int:
+        raise exc
+
+    monkeypatch.setitem(COMMANDS, "list", fail)
+    assert main(["list"]) == code
+    out, err = capsys.readouterr()
+    expected = exc.lines if isinstance(exc, ConfigError) else [str(exc)]
+    assert out == "" and err.splitlines() == [f"error: {line}" for line in expected]
+
+
+def test_dry_run_prints_the_plan(capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["run", str(GOOD.relative_to(ROOT)), "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["quic-go", "->", "quic-go", "rep", "1", "alpn=h3"]
+    assert out[1].startswith("1 run(s) (1 variant(s) x 1 pair(s) x 1 repetition(s), order "
+                             "sequential), 1 to run; file 1.00 MiB, testbed unreachable;")
+
+
+def test_dry_run_of_a_resume_uses_the_stored_seed(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "campaign.json").write_text(json.dumps({"plan": {"seed": 1234}}))
+    cfg = tmp_path / "shuffled.yml"
+    cfg.write_text(f"name: bad\ntestbed: {GOOD.parent / 'testbeds' / 'base.yml'}\n"
+                   "file_size: 1MiB\nrepetitions: 3\n"
+                   "pairs: [{server: quic-go, client: quic-go}]\n"
+                   "sweep: {order: shuffled, axes: [{path: knobs.rmem, values: [1x, 2x]}]}\n")
+    code = main(["run", str(cfg), "--dry-run", "--resume", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "order shuffled, seed 1234)" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["run", "{good}", "--resume", "{tmp}"], "{tmp}: not a campaign directory (no campaign.json)"),
+    (["run", "{good}", "--results-dir", "{file}"],
+     "{file}: the results directory is not a directory"),
+    (["run", "{good}", "--results-dir", "{file}/below"],
+     "{file}/below: cannot create the results directory below the file {file}"),
+    (["parse", "{tmp}", "-o", "{tmp}/out.txt"], "{tmp}/out.txt: output must end in .parquet or .csv"),
+    (["matrix", "{tmp}"], "no attempts found below {tmp}"),
+])
+def test_user_errors_before_anything_runs(argv: list[str], message: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    names = {"good": str(GOOD), "tmp": str(tmp_path), "file": str(tmp_path / "a-file")}
+    (tmp_path / "a-file").write_text("")
+    assert main([a.format(**names) for a in argv]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"error: {message.format(**names)}\n")
+
+
+def test_python_dash_m_is_run_py(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    outputs = []
+    for argv in ([sys.executable, "-m", "interop_runner", "--help"],
+                 [sys.executable, str(ROOT / "run.py"), "--help"]):
+        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1] and outputs[0].startswith("usage: run.py ")
