@@ -1,28 +1,22 @@
 # shellcheck shell=bash
-# Shared by run-server and run-client: checks TESTCASE/ALPN and maps the contract environment
-# onto the options of ngtcp2's example programs (gtlsserver / gtlsclient, ngtcp2 0.12.1).
+# Shared by run-server and run-client: checks TESTCASE/ALPN (with ../_shared/sh/contract.sh) and
+# maps the contract environment onto the options of ngtcp2's example programs (gtlsserver /
+# gtlsclient, ngtcp2 0.12.1).
 
-# ngtcp2_check_case: exit 127 for a testcase or ALPN these programs do not do
+# shellcheck source=SCRIPTDIR/../_shared/sh/contract.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../_shared/sh/contract.sh"
+
+# ngtcp2_check_case: exit 127 for a testcase or ALPN these programs do not do. Debian packages
+# only the HTTP/3 programs (no h09gtlsserver/h09gtlsclient for hq-interop).
 ngtcp2_check_case() {
-  case "${TESTCASE:-}" in
-    goodput) ;;
-    *) echo "ngtcp2: unsupported testcase '${TESTCASE:-}'" >&2; exit 127 ;;
-  esac
-  # Debian packages only the HTTP/3 programs (no h09gtlsserver/h09gtlsclient for hq-interop)
-  case "${ALPN:-}" in
-    "" | h3) ;;
-    *) echo "ngtcp2: unsupported ALPN '$ALPN'" >&2; exit 127 ;;
-  esac
+  qir_check_case ngtcp2 h3
 }
 
 # ngtcp2_binary NAME: path of $SETUP_DIR/ngtcp2/bin/NAME; a missing program is exit 1 (not 127)
 ngtcp2_binary() {
   : "${SETUP_DIR:?SETUP_DIR is not set}"
   local bin="$SETUP_DIR/ngtcp2/bin/$1"
-  if [[ ! -x $bin ]]; then
-    echo "ngtcp2: $bin not found, run setup first" >&2
-    exit 1
-  fi
+  qir_require_exe ngtcp2 "$bin"
   printf '%s\n' "$bin"
 }
 

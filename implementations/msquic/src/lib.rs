@@ -1,21 +1,20 @@
 //! Shared parts of the MsQuic interop server and client (hq-interop over the official `msquic`
 //! crate): settings from the runner's environment, the key log, the QIR_NEGOTIATED line,
-//! signal handling and deferred handle closing.
+//! signal handling and deferred handle closing. The contract code all Rust harnesses share
+//! (environment, windows, the JSON of the QIR_NEGOTIATED line) is in ../_shared/rust/qir-harness.
 
 use msquic::ffi::{HQUIC, QUIC_SETTINGS};
 use msquic::{AllowedCipherSuiteFlags, Api, HandshakeInfo, QuicTlsSecrets, Settings, Stream};
+use qir_harness::{cipher, hex, Negotiated, CONNECTION_WINDOW, STREAM_WINDOW};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 
-/// The only protocol spoken: HTTP/0.9 over QUIC.
-pub const ALPN: &str = "hq-interop";
+pub use qir_harness::env_or_empty as getenv;
 
-/// Stream receive window (MsQuic requires a power of two) and connection flow-control window,
-/// sized so that a 10 Gbit/s path is not window limited.
-pub const STREAM_RECV_WINDOW: u32 = 16 << 20;
-pub const CONN_FLOW_CONTROL_WINDOW: u32 = 32 << 20;
+/// The only protocol spoken: HTTP/0.9 over QUIC.
+pub const ALPN: &str = qir_harness::ALPN_HQ_INTEROP;
 
 /// QUIC_CONGESTION_CONTROL_ALGORITHM values (BBR is a "preview" enum value in msquic.h,
 /// but the library core always supports it).
@@ -44,10 +43,6 @@ pub fn registration_config(prog: &str) -> msquic::RegistrationConfig {
         .set_execution_profile(profile)
 }
 
-pub fn getenv(name: &str) -> String {
-    std::env::var(name).unwrap_or_default()
-}
-
 pub fn log(prog: &str, msg: &str) {
     eprintln!("msquic {prog}: {msg}");
 }
@@ -67,8 +62,9 @@ pub fn settings(prog: &str, server: bool) -> Settings {
     };
     let mut s = Settings::new()
         .set_CongestionControlAlgorithm(cc)
-        .set_StreamRecvWindowDefault(STREAM_RECV_WINDOW)
-        .set_ConnFlowControlWindow(CONN_FLOW_CONTROL_WINDOW)
+        // the stream receive window must be a power of two for MsQuic (16 MiB is)
+        .set_StreamRecvWindowDefault(STREAM_WINDOW)
+        .set_ConnFlowControlWindow(CONNECTION_WINDOW)
         // MsQuic copies app sends into its own buffer (sized to the BDP) and completes
         // them at once: the simple "keep a few sends pending" model of docs/Streams.md.
         .set_SendBufferingEnabled()
@@ -85,44 +81,34 @@ pub fn settings(prog: &str, server: bool) -> Settings {
 pub fn cipher_suites() -> Result<Option<AllowedCipherSuiteFlags>, String> {
     Ok(match getenv("CIPHER").as_str() {
         "" => None,
-        "TLS_AES_128_GCM_SHA256" => Some(AllowedCipherSuiteFlags::AES_128_GCM_SHA256),
-        "TLS_AES_256_GCM_SHA384" => Some(AllowedCipherSuiteFlags::AES_256_GCM_SHA384),
-        "TLS_CHACHA20_POLY1305_SHA256" => Some(AllowedCipherSuiteFlags::CHACHA20_POLY1305_SHA256),
+        cipher::AES_128_GCM_SHA256 => Some(AllowedCipherSuiteFlags::AES_128_GCM_SHA256),
+        cipher::AES_256_GCM_SHA384 => Some(AllowedCipherSuiteFlags::AES_256_GCM_SHA384),
+        cipher::CHACHA20_POLY1305_SHA256 => Some(AllowedCipherSuiteFlags::CHACHA20_POLY1305_SHA256),
         other => return Err(format!("unknown CIPHER '{other}'")),
     })
-}
-
-fn cipher_name(suite: u32) -> Option<&'static str> {
-    match suite {
-        msquic::CIPHER_SUITE_TLS_AES_128_GCM_SHA256 => Some("TLS_AES_128_GCM_SHA256"),
-        msquic::CIPHER_SUITE_TLS_AES_256_GCM_SHA384 => Some("TLS_AES_256_GCM_SHA384"),
-        msquic::CIPHER_SUITE_TLS_CHACHA20_POLY1305_SHA256 => Some("TLS_CHACHA20_POLY1305_SHA256"),
-        _ => None,
-    }
 }
 
 /// Prints `QIR_NEGOTIATED {json}` with what MsQuic reports for the connection: the ALPN from
 /// the CONNECTED event, the cipher suite from QUIC_PARAM_TLS_HANDSHAKE_INFO and the congestion
 /// control algorithm from the connection's QUIC_PARAM_CONN_SETTINGS.
+/// (MsQuic's QUIC_CIPHER_SUITE values are the IANA ids.)
 pub fn report_negotiated(conn: HQUIC, alpn: &[u8]) {
-    let mut fields = vec![format!("\"alpn\": \"{}\"", String::from_utf8_lossy(alpn))];
-    if let Ok(info) =
+    let cipher =
         unsafe { Api::get_param_auto::<HandshakeInfo>(conn, msquic::PARAM_TLS_HANDSHAKE_INFO) }
-    {
-        if let Some(name) = cipher_name(info.cipher_suite) {
-            fields.push(format!("\"cipher\": \"{name}\""));
-        }
-    }
-    if let Ok(s) =
-        unsafe { Api::get_param_auto::<QUIC_SETTINGS>(conn, msquic::PARAM_CONN_SETTINGS) }
-    {
-        match s.CongestionControlAlgorithm {
-            CC_CUBIC => fields.push("\"congestion_control\": \"cubic\"".into()),
-            CC_BBR => fields.push("\"congestion_control\": \"bbr\"".into()),
-            _ => {}
-        }
-    }
-    eprintln!("QIR_NEGOTIATED {{{}}}", fields.join(", "));
+            .ok()
+            .and_then(|info| cipher::from_iana_id(info.cipher_suite));
+    let cc = unsafe { Api::get_param_auto::<QUIC_SETTINGS>(conn, msquic::PARAM_CONN_SETTINGS) }
+        .ok()
+        .and_then(|s| match s.CongestionControlAlgorithm {
+            CC_CUBIC => Some("cubic"),
+            CC_BBR => Some("bbr"),
+            _ => None,
+        });
+    Negotiated::new()
+        .alpn_bytes(alpn)
+        .cipher(cipher)
+        .congestion_control(cc)
+        .print();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,10 +161,6 @@ pub fn register_secrets(conn: HQUIC) -> Option<Box<QuicTlsSecrets>> {
             None
         }
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 pub fn write_keylog(s: &QuicTlsSecrets) {

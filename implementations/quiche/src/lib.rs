@@ -1,6 +1,8 @@
 //! Shared parts of the quiche interop server and client: the runner's environment,
 //! the quiche/BoringSSL configuration, and the UDP socket I/O (GSO with SO_TXTIME
-//! pacing hints as in quiche's tools/apps `sendto.rs`, plus UDP GRO on receive).
+//! pacing hints as in quiche's tools/apps `sendto.rs`, plus UDP GRO on receive). The contract
+//! code all Rust harnesses share (environment, windows, the JSON of the QIR_NEGOTIATED line) is in
+//! ../_shared/rust/qir-harness.
 
 use std::cell::Cell;
 use std::fs::{File, OpenOptions};
@@ -13,6 +15,9 @@ use nix::sys::socket::{
     recvmsg, sendmsg, setsockopt, sockopt, ControlMessage, ControlMessageOwned, MsgFlags,
     SockaddrStorage,
 };
+use qir_harness::{Negotiated, CONNECTION_WINDOW, STREAM_WINDOW};
+
+pub use qir_harness::{env_opt as getenv_opt, hex};
 
 /// Largest UDP payload quiche sends (1500 byte MTU minus IPv6 and UDP headers).
 pub const MAX_DATAGRAM_SIZE: usize = 1452;
@@ -21,17 +26,9 @@ pub const MAX_BUF_SIZE: usize = 65507;
 /// Size of the file read / disk write chunks.
 pub const CHUNK: usize = 1 << 20;
 
-/// Returns an environment variable that must be set and non-empty.
+/// Returns an environment variable that must be set and non-empty (else exits).
 pub fn getenv(name: &str) -> String {
-    match std::env::var(name) {
-        Ok(v) if !v.is_empty() => v,
-        _ => fatal(&format!("environment variable {name} is not set")),
-    }
-}
-
-/// Returns an optional environment variable (None when unset or empty).
-pub fn getenv_opt(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+    qir_harness::env_required(name).unwrap_or_else(|e| fatal(&e.to_string()))
 }
 
 pub fn fatal(msg: &str) -> ! {
@@ -71,16 +68,6 @@ pub fn take_handshake_cipher() -> Option<&'static str> {
     HANDSHAKE_CIPHER.with(|c| c.take())
 }
 
-/// Maps a TLS 1.3 cipher suite name to its IANA id.
-fn tls13_cipher_id(name: &str) -> Option<u16> {
-    match name {
-        "TLS_AES_128_GCM_SHA256" => Some(0x1301),
-        "TLS_AES_256_GCM_SHA384" => Some(0x1302),
-        "TLS_CHACHA20_POLY1305_SHA256" => Some(0x1303),
-        _ => None,
-    }
-}
-
 /// The congestion control names of the runner mapped to quiche's names. Unknown names
 /// fall back to cubic (the first entry of meta.yml's supports.congestion_control).
 pub fn cc_algorithm(env: Option<&str>) -> (&'static str, &'static str) {
@@ -113,7 +100,7 @@ pub fn make_config(
         .unwrap_or_else(|e| fatal(&format!("SSL_CTX_new: {e}")));
 
     if let Some(cipher) = getenv_opt("CIPHER") {
-        let id = tls13_cipher_id(&cipher)
+        let id = qir_harness::cipher::iana_id(&cipher)
             .unwrap_or_else(|| fatal(&format!("unknown TLS 1.3 cipher suite '{cipher}'")));
         let rc = unsafe {
             boring_sys::SSL_CTX_set1_tls13_ciphers(ctx.as_ptr(), &id, std::ptr::null(), 1)
@@ -159,16 +146,18 @@ pub fn make_config(
         .unwrap_or_else(|e| fatal(&format!("set_cc_algorithm_name({cc_quiche}): {e}")));
 
     // quiche-apps defaults (10 MB connection / 1 MB stream, autotuned up to 24 / 16 MiB)
-    // scaled up so that a 10G link is not window limited.
+    // scaled up so that a 10G link is not window limited: the shared windows (32 / 16 MiB),
+    // autotuned up to twice that (64 / 32 MiB), quiche's own setting.
+    let (conn_window, stream_window) = (u64::from(CONNECTION_WINDOW), u64::from(STREAM_WINDOW));
     config.set_max_idle_timeout(30_000);
     config.set_max_recv_udp_payload_size(MAX_BUF_SIZE);
     config.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
-    config.set_initial_max_data(32 << 20);
-    config.set_initial_max_stream_data_bidi_local(16 << 20);
-    config.set_initial_max_stream_data_bidi_remote(16 << 20);
-    config.set_initial_max_stream_data_uni(16 << 20);
-    config.set_max_connection_window(64 << 20);
-    config.set_max_stream_window(32 << 20);
+    config.set_initial_max_data(conn_window);
+    config.set_initial_max_stream_data_bidi_local(stream_window);
+    config.set_initial_max_stream_data_bidi_remote(stream_window);
+    config.set_initial_max_stream_data_uni(stream_window);
+    config.set_max_connection_window(2 * conn_window);
+    config.set_max_stream_window(2 * stream_window);
     config.set_initial_max_streams_bidi(1000);
     config.set_initial_max_streams_uni(100);
     config.set_disable_active_migration(true);
@@ -222,20 +211,16 @@ pub fn open_keylog() -> Option<File> {
 /// the gcongestion (BBRv2) path is active. If it is, "bbr" is reported; otherwise the
 /// controller is the cubic/reno one quiche accepted in `set_cc_algorithm_name`.
 pub fn print_negotiated(conn: &quiche::Connection, cipher: Option<&str>, settings: &Settings) {
-    let alpn = String::from_utf8_lossy(conn.application_proto()).to_string();
-    let mut parts = vec![format!("\"alpn\": \"{alpn}\"")];
-    if let Some(c) = cipher {
-        parts.push(format!("\"cipher\": \"{c}\""));
-    }
     let cc = match conn.gcongestion_enabled() {
         Some(true) => Some("bbr"),
         Some(false) if settings.cc_runner_name != "bbr" => Some(settings.cc_runner_name),
         _ => None,
     };
-    if let Some(cc) = cc {
-        parts.push(format!("\"congestion_control\": \"{cc}\""));
-    }
-    eprintln!("QIR_NEGOTIATED {{{}}}", parts.join(", "));
+    Negotiated::new()
+        .alpn_bytes(conn.application_proto())
+        .cipher(cipher)
+        .congestion_control(cc)
+        .print();
 }
 
 pub fn print_stats(conn: &quiche::Connection) {
@@ -286,10 +271,7 @@ fn parse_bool_env(name: &str, default: bool) -> bool {
 }
 
 fn parse_size_env(name: &str) -> Option<usize> {
-    getenv_opt(name).map(|v| {
-        v.parse::<usize>()
-            .unwrap_or_else(|_| fatal(&format!("{name}: '{v}' is not a byte count")))
-    })
+    qir_harness::env_bytes(name).unwrap_or_else(|e| fatal(&e.to_string()))
 }
 
 fn monotonic_ns() -> u64 {

@@ -1,7 +1,8 @@
 //! Shared parts of the quinn interop server and client: reading the runner's environment,
 //! the rustls crypto provider (ring, optionally restricted to one cipher suite), the quinn
 //! transport configuration (congestion control, flow-control windows, GSO, qlog), the UDP socket
-//! (SO_RCVBUF/SO_SNDBUF, GRO) and the `QIR_NEGOTIATED` line.
+//! (SO_RCVBUF/SO_SNDBUF, GRO) and the `QIR_NEGOTIATED` line. The contract code all Rust harnesses
+//! share (environment, windows, the JSON of that line) is in ../_shared/rust/qir-harness.
 
 use std::{
     fs,
@@ -14,6 +15,7 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
+use qir_harness::{cipher, Negotiated, ALPN_H3, ALPN_HQ_INTEROP, CONNECTION_WINDOW, STREAM_WINDOW};
 use quinn::{
     congestion::{self, Bbr, Cubic, NewReno},
     crypto::rustls::HandshakeData,
@@ -25,11 +27,9 @@ use quinn::{
 };
 use socket2::{Domain, Protocol, Socket, Type};
 
-/// Stream flow-control window (per stream), 16 MiB.
-const STREAM_WINDOW: u32 = 16 << 20;
-/// Connection flow-control window, 32 MiB.
-const CONN_WINDOW: u32 = 32 << 20;
-/// Unacknowledged data the sender may have in flight (quinn's send window), 32 MiB.
+pub use qir_harness::{env_or_empty as env, env_required, hex};
+
+/// Unacknowledged data the sender may have in flight (quinn's own send window), 32 MiB.
 const SEND_WINDOW: u64 = 32 << 20;
 
 /// Size of the chunks files are read from or written to disk in.
@@ -44,25 +44,12 @@ pub fn init_logging() {
         .init();
 }
 
-/// The value of environment variable `name`, or "" if unset.
-pub fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_default()
-}
-
-/// The value of environment variable `name`, which must be set and non-empty.
-pub fn env_required(name: &str) -> Result<String> {
-    match std::env::var(name) {
-        Ok(v) if !v.is_empty() => Ok(v),
-        _ => bail!("environment variable {name} is not set"),
-    }
-}
-
 /// The application protocol the runner chose (ALPN; default h3).
 pub fn alpn() -> Result<String> {
     let a = env("ALPN");
     match a.as_str() {
-        "" => Ok("h3".into()),
-        "h3" | "hq-interop" => Ok(a),
+        "" => Ok(ALPN_H3.into()),
+        ALPN_H3 | ALPN_HQ_INTEROP => Ok(a),
         _ => bail!("unsupported ALPN {a:?}"),
     }
 }
@@ -76,20 +63,20 @@ fn flag_on(name: &str) -> bool {
 /// Returns the provider and a description for the log.
 pub fn crypto_provider() -> Result<(Arc<CryptoProvider>, String)> {
     let mut provider = ring::default_provider();
-    let cipher = env("CIPHER");
-    let cipher = cipher.trim();
-    if cipher.is_empty() {
+    let asked = env("CIPHER");
+    let asked = asked.trim();
+    if asked.is_empty() {
         return Ok((Arc::new(provider), "ring default cipher suites".into()));
     }
     use ring::cipher_suite as cs;
-    let suite = match cipher {
-        "TLS_AES_128_GCM_SHA256" => cs::TLS13_AES_128_GCM_SHA256,
-        "TLS_AES_256_GCM_SHA384" => cs::TLS13_AES_256_GCM_SHA384,
-        "TLS_CHACHA20_POLY1305_SHA256" => cs::TLS13_CHACHA20_POLY1305_SHA256,
+    let suite = match asked {
+        cipher::AES_128_GCM_SHA256 => cs::TLS13_AES_128_GCM_SHA256,
+        cipher::AES_256_GCM_SHA384 => cs::TLS13_AES_256_GCM_SHA384,
+        cipher::CHACHA20_POLY1305_SHA256 => cs::TLS13_CHACHA20_POLY1305_SHA256,
         other => bail!("unsupported CIPHER {other:?}"),
     };
     provider.cipher_suites = vec![suite];
-    Ok((Arc::new(provider), format!("only {cipher}")))
+    Ok((Arc::new(provider), format!("only {asked}")))
 }
 
 /// QUIC Initial packets always use TLS_AES_128_GCM_SHA256 (RFC 9001 5.2), also when the
@@ -129,7 +116,7 @@ pub fn congestion_choice() -> &'static str {
 pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportConfig> {
     let mut t = TransportConfig::default();
     t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-        .receive_window(VarInt::from_u32(CONN_WINDOW))
+        .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
         .send_window(SEND_WINDOW);
     match congestion_choice() {
         "reno" => t.congestion_controller_factory(Arc::new(congestion::NewRenoConfig::default())),
@@ -171,14 +158,9 @@ pub fn udp_socket(addr: SocketAddr, who: &str) -> Result<(std::net::UdpSocket, S
         let _ = sock.set_only_v6(false);
     }
     for (var, rcv) in [("SOCKET_RCVBUF", true), ("SOCKET_SNDBUF", false)] {
-        let v = env(var);
-        let v = v.trim();
-        if v.is_empty() {
+        let Some(bytes) = qir_harness::env_bytes(var)? else {
             continue;
-        }
-        let bytes: usize = v
-            .parse()
-            .with_context(|| format!("{var}={v:?} is not a number"))?;
+        };
         if rcv {
             sock.set_recv_buffer_size(bytes)
         } else {
@@ -269,17 +251,8 @@ pub fn negotiated_cc(conn: &quinn::Connection) -> Option<&'static str> {
 /// Prints the `QIR_NEGOTIATED {json}` line. The cipher suite is left out: quinn's rustls session
 /// keeps the rustls connection private and its `HandshakeData` holds only ALPN and server name.
 pub fn print_negotiated(conn: &quinn::Connection) {
-    let mut parts = Vec::new();
-    if let Some(a) = negotiated_alpn(conn) {
-        parts.push(format!("\"alpn\": \"{}\"", a.escape_default()));
-    }
-    if let Some(cc) = negotiated_cc(conn) {
-        parts.push(format!("\"congestion_control\": \"{cc}\""));
-    }
-    eprintln!("QIR_NEGOTIATED {{{}}}", parts.join(", "));
-}
-
-/// Hex form of a connection ID, for qlog file names.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Negotiated::new()
+        .alpn(negotiated_alpn(conn).as_deref())
+        .congestion_control(negotiated_cc(conn))
+        .print();
 }

@@ -3,43 +3,24 @@
 //!
 //! Modelled on s2n-quic's own interop binary (quic/s2n-quic-qns): the default tokio I/O provider
 //! (GSO, GRO, recvmmsg/sendmmsg batching), the default TLS provider on Linux (s2n-tls), a
-//! current-thread tokio runtime and hq-interop (HTTP/0.9) on bidirectional streams.
+//! current-thread tokio runtime and hq-interop (HTTP/0.9) on bidirectional streams. The contract
+//! code all Rust harnesses share (environment, windows, the JSON of the QIR_NEGOTIATED line) is in
+//! ../_shared/rust/qir-harness.
 
+use qir_harness::{cipher, env_bytes, CONNECTION_WINDOW, STREAM_WINDOW};
 use s2n_quic::provider::{
     event::{events, ConnectionInfo, ConnectionMeta, Subscriber},
     io, limits,
 };
 use std::{error::Error as StdError, net::SocketAddr};
 
+pub use qir_harness::{env_opt as env, env_required as require};
+
 pub type Error = Box<dyn StdError + Send + Sync>;
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 /// The only ALPN this harness speaks.
-pub const ALPN: &str = "hq-interop";
-
-/// Connection and stream flow-control windows, so that a 10G link is not window limited.
-pub const STREAM_WINDOW: u64 = 16 << 20;
-pub const CONNECTION_WINDOW: u64 = 32 << 20;
-
-/// A non-empty environment variable.
-pub fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-/// An environment variable that must be set.
-pub fn require(name: &str) -> Result<String> {
-    env(name).ok_or_else(|| format!("environment variable {name} is not set").into())
-}
-
-fn env_bytes(name: &str) -> Result<Option<usize>> {
-    match env(name) {
-        None => Ok(None),
-        Some(v) => v
-            .parse::<usize>()
-            .map(Some)
-            .map_err(|e| format!("{name}={v}: {e}").into()),
-    }
-}
+pub const ALPN: &str = qir_harness::ALPN_HQ_INTEROP;
 
 /// Checks ALPN (the runner's choice for this pair): hq-interop only.
 pub fn check_alpn() -> Result<()> {
@@ -89,7 +70,7 @@ pub fn security_policy() -> Result<Option<s2n_quic::provider::tls::s2n_tls::secu
     use s2n_quic::provider::tls::s2n_tls::security::Policy;
     match env("CIPHER").as_deref() {
         None => Ok(None),
-        Some("TLS_AES_256_GCM_SHA384") => {
+        Some(cipher::AES_256_GCM_SHA384) => {
             eprintln!(
                 "s2n-quic: TLS 1.3 restricted to TLS_AES_256_GCM_SHA384 (s2n-tls policy 20250414)"
             );
@@ -132,12 +113,13 @@ pub fn io_provider(addr: SocketAddr) -> Result<io::Default> {
 /// Generous flow-control windows (s2n-quic's perf tooling sets all windows and the stream send
 /// buffer to one data window the same way).
 pub fn limits() -> Result<limits::Limits> {
+    let stream = u64::from(STREAM_WINDOW);
     Ok(limits::Limits::new()
-        .with_data_window(CONNECTION_WINDOW)?
-        .with_bidirectional_local_data_window(STREAM_WINDOW)?
-        .with_bidirectional_remote_data_window(STREAM_WINDOW)?
-        .with_unidirectional_data_window(STREAM_WINDOW)?
-        .with_max_send_buffer_size(STREAM_WINDOW as u32)?)
+        .with_data_window(u64::from(CONNECTION_WINDOW))?
+        .with_bidirectional_local_data_window(stream)?
+        .with_bidirectional_remote_data_window(stream)?
+        .with_unidirectional_data_window(stream)?
+        .with_max_send_buffer_size(STREAM_WINDOW)?)
 }
 
 /// Per-connection event context: the cipher suite s2n-quic installs for the 1-RTT keys, and
@@ -180,10 +162,10 @@ impl Subscriber for NegotiatedSubscriber {
             return;
         }
         context.cipher = match event.cipher_suite {
-            events::CipherSuite::TLS_AES_128_GCM_SHA256 { .. } => Some("TLS_AES_128_GCM_SHA256"),
-            events::CipherSuite::TLS_AES_256_GCM_SHA384 { .. } => Some("TLS_AES_256_GCM_SHA384"),
+            events::CipherSuite::TLS_AES_128_GCM_SHA256 { .. } => Some(cipher::AES_128_GCM_SHA256),
+            events::CipherSuite::TLS_AES_256_GCM_SHA384 { .. } => Some(cipher::AES_256_GCM_SHA384),
             events::CipherSuite::TLS_CHACHA20_POLY1305_SHA256 { .. } => {
-                Some("TLS_CHACHA20_POLY1305_SHA256")
+                Some(cipher::CHACHA20_POLY1305_SHA256)
             }
             _ => None,
         };
@@ -228,33 +210,11 @@ impl Subscriber for NegotiatedSubscriber {
     }
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// Prints the QIR_NEGOTIATED line: ALPN from connection.application_protocol() and the cipher
 /// suite from the KeyUpdate event, as s2n-quic reports them.
 pub fn report_negotiated(alpn: Option<&[u8]>, negotiated: Option<Negotiated>) {
-    let mut fields = Vec::new();
-    if let Some(alpn) = alpn.filter(|a| !a.is_empty()) {
-        fields.push(format!(
-            "\"alpn\": {}",
-            json_str(&String::from_utf8_lossy(alpn))
-        ));
-    }
-    if let Some(cipher) = negotiated.and_then(|n| n.cipher) {
-        fields.push(format!("\"cipher\": {}", json_str(cipher)));
-    }
-    eprintln!("QIR_NEGOTIATED {{{}}}", fields.join(", "));
+    qir_harness::Negotiated::new()
+        .alpn_bytes(alpn)
+        .cipher(negotiated.and_then(|n| n.cipher))
+        .print();
 }

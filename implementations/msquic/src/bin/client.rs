@@ -9,6 +9,7 @@ use msquic::{
     CredentialConfig, Registration, SendFlags, Status, Stream, StreamEvent, StreamOpenFlags,
     StreamRef, StreamShutdownFlags, StreamStartFlags,
 };
+use qir_harness::RequestUrl;
 use qir_msquic::{
     cipher_suites, exit_now, getenv, register_secrets, registration_config, report_negotiated,
     settings, write_keylog, ALPN,
@@ -42,43 +43,6 @@ enum Event {
 struct Request {
     buf: QUIC_BUFFER,
     _data: Vec<u8>,
-}
-
-struct Url {
-    host: String,
-    port: u16,
-    path: String,
-    name: String,
-}
-
-fn parse_url(raw: &str) -> Result<Url, String> {
-    let rest = raw
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("URL {raw:?} is not https://"))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let (host, port) = if let Some(h) = authority.strip_prefix('[') {
-        let end = h.find(']').ok_or_else(|| format!("bad host in {raw:?}"))?;
-        (&h[..end], h[end + 1..].strip_prefix(':').unwrap_or("443"))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h, p),
-            None => (authority, "443"),
-        }
-    };
-    let port = port.parse().map_err(|_| format!("bad port in {raw:?}"))?;
-    let name = path.rsplit('/').next().unwrap_or("").to_string();
-    if name.is_empty() || name == "." || name == ".." {
-        return Err(format!("URL {raw:?} has no file name"));
-    }
-    Ok(Url {
-        host: host.to_string(),
-        port,
-        path: path.to_string(),
-        name,
-    })
 }
 
 fn stream_handler(
@@ -145,12 +109,12 @@ fn stream_handler(
 
 fn download(
     conn: &Connection,
-    url: &Url,
+    url: &RequestUrl,
     dir: &Path,
     rx: &Receiver<Event>,
     tx: &Sender<Event>,
 ) -> Result<u64, String> {
-    let target = dir.join(&url.name);
+    let target = dir.join(url.file_name().unwrap_or_default());
     let file = File::create(&target).map_err(|e| format!("{}: {e}", target.display()))?;
     let out = BufWriter::with_capacity(WRITE_BUFFER, file);
     let stream = Stream::open(conn, StreamOpenFlags::NONE, stream_handler(out, tx.clone()))
@@ -191,19 +155,15 @@ fn download(
 }
 
 fn main() {
-    let requests: Vec<String> = getenv("REQUESTS")
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+    let urls = qir_harness::parse_requests(&getenv("REQUESTS")).unwrap_or_else(|e| fail(&e.0));
     let downloads = PathBuf::from(getenv("DOWNLOADS"));
     let certs = PathBuf::from(getenv("CERTS"));
-    if requests.is_empty() {
+    if urls.is_empty() {
         exit_now(0);
     }
-    let urls: Vec<Url> = requests
-        .iter()
-        .map(|r| parse_url(r).unwrap_or_else(|e| fail(&e)))
-        .collect();
+    if let Some(url) = urls.iter().find(|u| u.file_name().is_none()) {
+        fail(&format!("URL {:?} has no file name", url.url));
+    }
 
     let reg = Registration::new(&registration_config("client"))
         .unwrap_or_else(|e| fail(&format!("RegistrationOpen: {e}")));
@@ -272,7 +232,8 @@ fn main() {
     }
 
     let mut code = 0;
-    for (raw, url) in requests.iter().zip(&urls) {
+    for url in &urls {
+        let raw = &url.url;
         let start = Instant::now();
         match download(&conn, url, &downloads, &rx, &tx) {
             Ok(n) => {

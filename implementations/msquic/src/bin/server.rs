@@ -9,6 +9,7 @@ use msquic::{
     CredentialConfig, Listener, ListenerEvent, Registration, SendFlags, Status, StreamEvent,
     StreamRef, StreamShutdownFlags,
 };
+use qir_harness::www_file;
 use qir_msquic::{
     block_signals, cipher_suites, defer_close_connection, defer_close_stream, exit_now, getenv,
     register_secrets, registration_config, report_negotiated, settings, wait_for_signal,
@@ -17,8 +18,7 @@ use qir_msquic::{
 use std::ffi::c_void;
 use std::fs::File;
 use std::io::Read;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -49,17 +49,8 @@ struct SendShared {
 }
 
 fn resolve(www: &Path, req: &[u8]) -> Result<PathBuf, String> {
-    let line = std::str::from_utf8(req).map_err(|_| "request is not UTF-8".to_string())?;
-    let line = line.trim_end_matches(['\r', '\n']);
-    let path = line
-        .strip_prefix("GET ")
-        .ok_or_else(|| format!("bad request {line:?}"))?
-        .trim();
-    let rel = Path::new(path.trim_start_matches('/'));
-    if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(format!("bad path {path:?}"));
-    }
-    Ok(www.join(rel))
+    let path = qir_harness::hq_request_path(req)?;
+    www_file(www, path).ok_or_else(|| format!("bad path {path:?}"))
 }
 
 /// Reads `file` in chunks and sends them on the stream, keeping at most SENDS_IN_FLIGHT sends
@@ -212,14 +203,10 @@ fn main() {
     block_signals();
     let www = Arc::new(PathBuf::from(getenv("WWW")));
     let certs = PathBuf::from(getenv("CERTS"));
-    let ip: IpAddr = match getenv("IP").as_str() {
-        "" => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-        s => s.parse().unwrap_or_else(|e| {
-            log(&format!("bad IP {s:?}: {e}"));
-            exit_now(1)
-        }),
-    };
-    let port: u16 = getenv("PORT").parse().unwrap_or(443);
+    let addr = qir_harness::listen_addr().unwrap_or_else(|e| {
+        log(&e.to_string());
+        exit_now(1)
+    });
 
     let reg = Registration::new(&registration_config("server")).unwrap_or_else(|e| {
         log(&format!("RegistrationOpen failed: {e}"));
@@ -296,15 +283,12 @@ fn main() {
         log(&format!("ListenerOpen failed: {e}"));
         exit_now(1)
     });
-    let local = Addr::from(SocketAddr::new(ip, port));
+    let local = Addr::from(addr);
     if let Err(e) = listener.start(&alpn, Some(&local)) {
-        log(&format!("listening on {}:{port} failed: {e}", ip));
+        log(&format!("listening on {addr} failed: {e}"));
         exit_now(1)
     }
-    log(&format!(
-        "listening on {} ({ALPN})",
-        SocketAddr::new(ip, port)
-    ));
+    log(&format!("listening on {addr} ({ALPN})"));
 
     let sig = wait_for_signal();
     log(&format!("signal {sig}, exiting"));

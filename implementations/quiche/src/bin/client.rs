@@ -28,25 +28,8 @@ struct Download {
     start: Instant,
 }
 
-fn parse_url(url: &str) -> (String, String) {
-    let rest = url
-        .strip_prefix("https://")
-        .unwrap_or_else(|| fatal(&format!("URL {url:?} is not https://")));
-    match rest.find('/') {
-        Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
-        None => (rest.to_string(), "/".to_string()),
-    }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 fn main() {
-    let requests: Vec<String> = getenv("REQUESTS")
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
+    let requests = qir_harness::parse_requests(&getenv("REQUESTS")).unwrap_or_else(|e| fatal(&e.0));
     let downloads = PathBuf::from(getenv("DOWNLOADS"));
     let certs = getenv("CERTS");
     let alpn = getenv_opt("ALPN").unwrap_or_else(|| "h3".to_string());
@@ -57,24 +40,17 @@ fn main() {
     };
 
     let mut pending: VecDeque<Download> = VecDeque::new();
-    for url in &requests {
-        let (authority, path) = parse_url(url);
-        let name = path
-            .split(['?', '#'])
-            .next()
-            .unwrap_or("")
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_string();
-        if name.is_empty() || name == "." || name == ".." {
-            fatal(&format!("URL {url:?} has no file name"));
-        }
+    let n_requests = requests.len();
+    for url in requests {
+        let Some(name) = url.file_name() else {
+            fatal(&format!("URL {:?} has no file name", url.url))
+        };
+        let target = downloads.join(name);
         pending.push_back(Download {
-            url: url.clone(),
-            authority,
-            path,
-            target: downloads.join(&name),
+            url: url.url,
+            authority: url.authority,
+            path: url.path,
+            target,
             file: None,
             received: 0,
             expected: None,
@@ -455,10 +431,7 @@ fn main() {
     drop(h3);
     drop(conn);
     if let Some(e) = failed {
-        log!(
-            "error: {e} ({finished} of {} downloads complete)",
-            requests.len()
-        );
+        log!("error: {e} ({finished} of {n_requests} downloads complete)");
         std::process::exit(1);
     }
     let t = first_request

@@ -9,9 +9,10 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::net::SocketAddr;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use qir_harness::www_file;
 use qir_quiche::{log, *};
 use quiche::h3::NameValue;
 
@@ -58,15 +59,10 @@ struct Server {
 }
 
 fn main() {
-    let ip = getenv("IP");
-    let port = getenv("PORT");
+    let addr = qir_harness::listen_addr().unwrap_or_else(|e| fatal(&e.to_string()));
     let www = PathBuf::from(getenv("WWW"));
     let certs = getenv("CERTS");
     let alpn_env = getenv_opt("ALPN");
-
-    let addr: SocketAddr = format!("{}:{port}", bracket(&ip))
-        .parse()
-        .unwrap_or_else(|e| fatal(&format!("bad IP/PORT {ip}:{port}: {e}")));
 
     // Offer exactly the runner's ALPN if set, else both.
     let alpns: Vec<&[u8]> = match alpn_env.as_deref() {
@@ -210,18 +206,6 @@ fn main() {
     // dropping the connections flushes their qlog writers
     srv.clients.clear();
     log!("stopped");
-}
-
-fn bracket(ip: &str) -> String {
-    if ip.contains(':') && !ip.starts_with('[') {
-        format!("[{ip}]")
-    } else {
-        ip.to_string()
-    }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 impl Server {
@@ -474,9 +458,7 @@ impl Client {
             }
             if complete && !self.responses.contains_key(&sid) {
                 if let Some(req) = self.hq_reqs.remove(&sid) {
-                    let line = String::from_utf8_lossy(&req).to_string();
-                    let line = line.lines().next().unwrap_or("").trim();
-                    let path = line.strip_prefix("GET ").map(str::trim).unwrap_or("");
+                    let path = qir_harness::hq_request_path(&req).unwrap_or_default();
                     self.start_response(sid, path, www);
                 }
             }
@@ -484,7 +466,7 @@ impl Client {
     }
 
     fn start_response(&mut self, sid: u64, path: &str, www: &Path) {
-        let file = resolve(www, path).and_then(|p| {
+        let file = www_file(www, path).and_then(|p| {
             let f = File::open(&p).ok()?;
             let md = f.metadata().ok()?;
             md.is_file().then_some((f, md.len()))
@@ -534,19 +516,6 @@ impl Client {
             self.responses.insert(sid, r);
         }
     }
-}
-
-/// Maps a request path to a file below `www`, refusing anything that leaves it.
-fn resolve(www: &Path, path: &str) -> Option<PathBuf> {
-    let path = path.split(['?', '#']).next().unwrap_or("");
-    let rel = Path::new(path.trim_start_matches('/'));
-    if rel.as_os_str().is_empty() {
-        return None;
-    }
-    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return None;
-    }
-    Some(www.join(rel))
 }
 
 /// Pushes as much of the response as the stream accepts, reading the file in chunks

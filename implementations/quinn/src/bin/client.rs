@@ -13,6 +13,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Buf;
+use qir_harness::RequestUrl;
 use quinn::{
     crypto::rustls::QuicClientConfig,
     rustls::{
@@ -51,28 +52,19 @@ struct Request {
     target: PathBuf,
 }
 
-fn parse_request(raw: &str, downloads: &Path) -> Result<Request> {
+fn parse_request(url: RequestUrl, downloads: &Path) -> Result<Request> {
+    let raw = &url.url;
     let uri: http::Uri = raw
         .parse()
         .with_context(|| format!("parsing URL {raw:?}"))?;
-    let auth = uri
-        .authority()
-        .ok_or_else(|| anyhow!("URL {raw:?} has no host"))?;
-    let host = auth
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let port = auth.port_u16().unwrap_or(443);
-    let name = uri.path().rsplit('/').next().unwrap_or("");
-    if name.is_empty() || name == "." || name == ".." {
-        bail!("URL {raw:?} has no file name");
-    }
+    let name = url
+        .file_name()
+        .ok_or_else(|| anyhow!("URL {raw:?} has no file name"))?;
     let target = downloads.join(name);
     Ok(Request {
         uri,
-        host,
-        port,
+        host: url.host,
+        port: url.port,
         target,
     })
 }
@@ -82,8 +74,8 @@ async fn run() -> Result<()> {
     let downloads = PathBuf::from(common::env_required("DOWNLOADS")?);
     let certs = PathBuf::from(common::env_required("CERTS")?);
     let alpn = common::alpn()?;
-    let requests = common::env("REQUESTS")
-        .split_whitespace()
+    let requests = qir_harness::parse_requests(&common::env("REQUESTS"))?
+        .into_iter()
         .map(|r| parse_request(r, &downloads))
         .collect::<Result<Vec<_>>>()?;
     if requests.is_empty() {

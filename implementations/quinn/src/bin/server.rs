@@ -3,9 +3,8 @@
 //! h3's examples/server.rs, until SIGTERM.
 
 use std::{
-    net::{IpAddr, SocketAddr},
     os::unix::fs::FileExt,
-    path::{Component, Path, PathBuf},
+    path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -26,6 +25,7 @@ use tokio::{
     task::JoinHandle,
 };
 
+use qir_harness::www_file;
 use qir_quinn as common;
 
 fn main() {
@@ -38,11 +38,7 @@ fn main() {
 
 #[tokio::main]
 async fn run() -> Result<()> {
-    let ip: IpAddr = common::env_required("IP")?.parse().context("parsing IP")?;
-    let port: u16 = common::env_required("PORT")?
-        .parse()
-        .context("parsing PORT")?;
-    let addr = SocketAddr::new(ip, port);
+    let addr = qir_harness::listen_addr()?;
     let www = PathBuf::from(common::env_required("WWW")?);
     let certs = PathBuf::from(common::env_required("CERTS")?);
     let alpn = common::alpn()?;
@@ -182,23 +178,6 @@ async fn handle_connection(
     Ok(())
 }
 
-/// The file under `www` that `path` (absolute URL path) names; None if it leaves `www`.
-fn resolve(www: &Path, path: &str) -> Option<PathBuf> {
-    let mut out = www.to_path_buf();
-    let mut any = false;
-    for c in Path::new(path.trim_start_matches('/')).components() {
-        match c {
-            Component::Normal(x) => {
-                out.push(x);
-                any = true;
-            }
-            Component::CurDir => {}
-            _ => return None,
-        }
-    }
-    any.then_some(out)
-}
-
 /// Reads a file in IO_CHUNK pieces with pread on the blocking pool, one chunk ahead of the
 /// consumer, so disk reads overlap with sending.
 struct ChunkReader {
@@ -257,18 +236,9 @@ async fn serve_hq(
     mut recv: quinn::RecvStream,
 ) -> Result<()> {
     let req = recv.read_to_end(8192).await.context("reading request")?;
-    let req = std::str::from_utf8(&req).context("request is not UTF-8")?;
-    let path = req
-        .strip_prefix("GET ")
-        .map(|r| {
-            r.trim_end_matches(['\r', '\n'])
-                .split(' ')
-                .next()
-                .unwrap_or("")
-        })
-        .ok_or_else(|| anyhow!("not a GET request: {req:?}"))?;
+    let path = qir_harness::hq_request_path(&req).map_err(|e| anyhow!(e))?;
     let start = Instant::now();
-    let file = match resolve(&www, path) {
+    let file = match www_file(&www, path) {
         Some(p) => ChunkReader::open(&p).with_context(|| format!("opening {}", p.display())),
         None => Err(anyhow!("bad path {path:?}")),
     };
@@ -300,7 +270,7 @@ where
     let (req, mut stream) = resolver.resolve_request().await?;
     let path = req.uri().path().to_string();
     let start = Instant::now();
-    let file = match resolve(&www, &path) {
+    let file = match www_file(&www, &path) {
         Some(p) if req.method() == http::Method::GET => ChunkReader::open(&p).ok(),
         _ => None,
     };

@@ -42,28 +42,6 @@ fn main() {
     }
 }
 
-/// Splits "https://host:port/path" into (host, port, "/path").
-fn parse_url(url: &str) -> Result<(String, u16, String)> {
-    let rest = url
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("unsupported URL {url:?}"))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let end = v6.find(']').ok_or("bad IPv6 literal")?;
-        let port = v6[end + 1..].strip_prefix(':').unwrap_or("443");
-        (v6[..end].to_string(), port)
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), p),
-            None => (authority.to_string(), "443"),
-        }
-    };
-    Ok((host, port.parse()?, path.to_string()))
-}
-
 fn run() -> Result<()> {
     common::check_alpn()?;
     let requests = common::require("REQUESTS")?;
@@ -72,21 +50,17 @@ fn run() -> Result<()> {
 
     let mut host_port = None;
     let mut reqs = Vec::new();
-    for url in requests.split_whitespace() {
-        let (host, port, path) = parse_url(url)?;
+    for url in qir_harness::parse_requests(&requests)? {
+        let name = url.file_name().unwrap_or("index.html");
+        let out = downloads.join(name);
         match &host_port {
-            None => host_port = Some((host, port)),
-            Some(hp) if *hp == (host.clone(), port) => {}
+            None => host_port = Some((url.host.clone(), url.port)),
+            Some((h, p)) if *h == url.host && *p == url.port => {}
             Some(_) => return Err("all REQUESTS must go to one server".into()),
         }
-        let name = path
-            .rsplit('/')
-            .next()
-            .filter(|n| !n.is_empty())
-            .unwrap_or("index.html");
         reqs.push(Request {
-            out: downloads.join(name),
-            path,
+            out,
+            path: url.path,
         });
     }
     let (host, port) = host_port.ok_or("REQUESTS is empty")?;

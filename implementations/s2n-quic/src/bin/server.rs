@@ -5,6 +5,7 @@
 //! one connection after another (each on its own task, as s2n-quic-qns does).
 
 use bytes::{Bytes, BytesMut};
+use qir_harness::www_file;
 use qir_s2n_quic::{self as common, Cc, NegotiatedSubscriber, Result};
 use s2n_quic::{
     provider::{congestion_controller, tls::s2n_tls},
@@ -13,8 +14,8 @@ use s2n_quic::{
 };
 use std::{
     io::Read,
-    net::{IpAddr, SocketAddr},
-    path::{Component, Path, PathBuf},
+    net::SocketAddr,
+    path::{Path, PathBuf},
     sync::Arc,
 };
 use tokio::sync::mpsc;
@@ -33,8 +34,7 @@ fn main() {
 
 fn run() -> Result<()> {
     common::check_alpn()?;
-    let ip: IpAddr = common::require("IP")?.parse()?;
-    let port: u16 = common::env("PORT").as_deref().unwrap_or("443").parse()?;
+    let addr = qir_harness::listen_addr()?;
     let www: Arc<Path> = Arc::from(PathBuf::from(common::require("WWW")?));
     let certs = PathBuf::from(common::require("CERTS")?);
 
@@ -45,8 +45,8 @@ fn run() -> Result<()> {
     rt.block_on(async move {
         let cc = Cc::from_env();
         let server = match cc {
-            Cc::Cubic => build_server(congestion_controller::Cubic::default(), ip, port, &certs)?,
-            Cc::Bbr => build_server(congestion_controller::Bbr::default(), ip, port, &certs)?,
+            Cc::Cubic => build_server(congestion_controller::Cubic::default(), addr, &certs)?,
+            Cc::Bbr => build_server(congestion_controller::Bbr::default(), addr, &certs)?,
         };
         eprintln!(
             "s2n-quic server: listening on {} (ALPN {}, congestion control {})",
@@ -58,7 +58,7 @@ fn run() -> Result<()> {
     })
 }
 
-fn build_server<C>(cc: C, ip: IpAddr, port: u16, certs: &Path) -> Result<Server>
+fn build_server<C>(cc: C, addr: SocketAddr, certs: &Path) -> Result<Server>
 where
     C: 'static + congestion_controller::Endpoint,
 {
@@ -78,7 +78,7 @@ where
     let tls = tls.build()?;
 
     Ok(Server::builder()
-        .with_io(common::io_provider(SocketAddr::new(ip, port))?)?
+        .with_io(common::io_provider(addr)?)?
         .with_tls(tls)?
         .with_limits(common::limits()?)?
         .with_congestion_controller(cc)?
@@ -146,7 +146,7 @@ async fn handle_connection(mut connection: Connection, www: Arc<Path>) {
 async fn handle_stream(stream: BidirectionalStream, www: Arc<Path>) -> Result<()> {
     let (rx, mut tx) = stream.split();
     let path = read_request(rx).await?;
-    let file_path = resolve(&www, &path).ok_or_else(|| format!("bad path {path:?}"))?;
+    let file_path = www_file(&www, &path).ok_or_else(|| format!("bad path {path:?}"))?;
     let file = match std::fs::File::open(&file_path) {
         Ok(f) => f,
         Err(err) => {
@@ -231,19 +231,5 @@ async fn read_request(mut rx: ReceiveStream) -> Result<String> {
             None => break,
         }
     }
-    let line = String::from_utf8(req)?;
-    let path = line
-        .strip_prefix("GET ")
-        .ok_or_else(|| format!("invalid request {line:?}"))?;
-    let path = path.split(' ').next().unwrap_or_default();
-    Ok(path.to_string())
-}
-
-/// Maps a request path to a file under WWW, refusing anything that leaves it.
-fn resolve(www: &Path, path: &str) -> Option<PathBuf> {
-    let rel = Path::new(path.trim_start_matches('/'));
-    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return None;
-    }
-    Some(www.join(rel))
+    Ok(qir_harness::hq_request_path(&req)?.to_string())
 }
