@@ -45,3 +45,15 @@ def test_missing_perf_output_is_a_reason_not_a_silent_gap(tmp_path):
     perf_cols = [c for c in df.columns if c.startswith(("server_perf_", "client_perf_"))]
     assert len(perf_cols) == 10
     assert df[perf_cols].isna().all().all()
+
+
+def test_a_newer_run_json_is_a_row_with_one_line_reason(tmp_path):
+    root = copy_sample(tmp_path)
+    (run,) = list(root.rglob("run.json"))
+    data = json.loads(run.read_text())
+    data["schema_version"] = 99
+    run.write_text(json.dumps(data))
+    row = load_results(root, cache=False).iloc[0]
+    assert pd.isna(row["goodput_mbps"])
+    assert row["reason"] == (f"unreadable run.json: {run}: run.json schema version 99 is newer "
+                             "than this runner reads (2); update the runner")

@@ -8,12 +8,16 @@ import pytest
 
 from interop_runner.errors import StoreError
 
-from interop_runner.storage.store import SCHEMA_VERSION, RunRecord, Side, attempt_dir, new_campaign_dir, next_attempt, read_run, write_json_atomic, write_run
+from interop_runner.storage.layout import attempt_dir, new_campaign_dir, next_attempt, \
+    unrecorded_attempts, write_json_atomic
+from interop_runner.storage.run_record import RUN_SCHEMA_VERSION, RunRecord, Side, load_run, \
+    read_run, stored_attempts, write_run
 
 
 def record(rep: int = 1, attempt: int = 1, **kw) -> RunRecord:
     return RunRecord(campaign="c", testcase="goodput", repetition=rep, attempt=attempt,
-                     server=Side("quic-go", "v0.65.0"), client=Side("tcp-tls"), **kw)
+                     server=Side(implementation="quic-go", version="v0.65.0"),
+                     client=Side(implementation="tcp-tls"), **kw)
 
 
 def test_layout(tmp_path):
@@ -32,10 +36,10 @@ def test_run_record_roundtrip_and_no_overwrite(tmp_path):
                  hash_ok=True)
     path = write_run(d, rec)
     data = read_run(path)
-    assert data["schema_version"] == SCHEMA_VERSION
+    assert data["schema_version"] == RUN_SCHEMA_VERSION
     assert data["status"] == "ok" and data["goodput_mbps"] == 1234.5
     assert data["server"]["version"] == "v0.65.0"
-    assert RunRecord.from_dict(data) == rec
+    assert RunRecord.from_dict(data) == rec == load_run(path)
     with pytest.raises(StoreError, match="refusing to overwrite"):
         write_run(d, record(status="failed"))
     assert read_run(path)["status"] == "ok"  # untouched
@@ -85,3 +89,24 @@ def test_next_attempt(tmp_path):
     attempt_dir(tmp_path, "a", "b", "goodput", 1, 2).mkdir(parents=True)
     assert next_attempt(tmp_path, "a", "b", "goodput", 1) == 3
     assert next_attempt(tmp_path, "a", "b", "goodput", 2) == 1
+
+
+def test_unrecorded_attempts_and_stored_attempts(tmp_path):
+    rep = attempt_dir(tmp_path, "a", "b", "goodput", 1, 1).parent
+    assert unrecorded_attempts(rep) == [] and stored_attempts(rep) == []
+    write_run(rep / "attempt-1", record(status="ok"))
+    (rep / "attempt-2").mkdir()  # the runner died during attempt 2
+    (rep / "attempt-x").mkdir()  # not an attempt
+    write_run(rep / "attempt-3", record(attempt=3))
+    (rep / "attempt-4").mkdir()
+    (rep / "attempt-4" / "run.json").write_text("{torn")  # unreadable: left out
+    assert unrecorded_attempts(rep) == [2]
+    assert [(n, d["status"]) for n, d in stored_attempts(rep)] == [(1, "ok"), (3, "failed")]
+    assert next_attempt(tmp_path, "a", "b", "goodput", 1) == 5
+
+
+def test_record_refuses_unknown_keys_and_wrong_types():
+    with pytest.raises(ValueError, match="stauts"):
+        RunRecord.model_validate({**record().to_dict(), "stauts": "ok"})
+    with pytest.raises(StoreError, match="not a valid run.json: status"):
+        RunRecord.from_dict({**record().to_dict(), "status": "great"})

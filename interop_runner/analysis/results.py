@@ -18,7 +18,10 @@ from interop_runner.analysis.diagnosis import add_bottleneck
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
 from interop_runner.analysis.frame import BASE_KEYS, COLUMNS, Chunk, pooled_chunks, split_rows
 from interop_runner.monitors import declared_columns
-from interop_runner.storage.store import STATUSES, iter_run_files, read_run, write_json_atomic
+from interop_runner.errors import StoreError
+from interop_runner.storage.campaign_record import read_campaign
+from interop_runner.storage.run_record import read_run_versioned
+from interop_runner.storage.store import STATUSES, iter_run_files, write_json_atomic
 
 __all__ = ["COLUMNS", "load_results", "summarize"]
 
@@ -35,10 +38,11 @@ class _Context:
 
 
 def _read_hosts(path: Path) -> dict[str, Any]:
+    """The ``hosts`` of a testbed-<name>.json (upgraded; {} when it cannot be read)."""
     try:
-        hosts: dict[str, Any] = json.loads(path.read_text()).get("hosts", {})
+        hosts: dict[str, Any] = read_campaign(path).get("hosts") or {}
         return hosts
-    except (OSError, ValueError):
+    except (OSError, ValueError, StoreError):
         return {}
 
 
@@ -82,14 +86,14 @@ def _rows(files: list[Path], hosts: dict[str, Any]) -> tuple[list[dict[str, Any]
     rows, requested = [], set()
     for path in files:
         try:
-            data = read_run(path)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:  # a damaged record stays a row, with the reason
+            data, stored_version = read_run_versioned(path)
+        except (OSError, ValueError, StoreError) as exc:  # a damaged record stays a row
             rows.append(_unreadable_row(path, exc))
             continue
         requested |= requested_monitors(data)
-        rows.append(_row(data, path, hosts))
+        row = _row(data, path, hosts)
+        row["schema_version"] = stored_version  # as written, not as upgraded
+        rows.append(row)
     return rows, requested
 
 
@@ -154,8 +158,8 @@ def _campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
     meta_file = campaign_dir / "campaign.json"
     try:
         stat = meta_file.stat()
-        meta = json.loads(meta_file.read_text())
-    except (OSError, ValueError):
+        meta = read_campaign(meta_file)
+    except (OSError, ValueError, StoreError):
         return None
     if meta.get("status") == "running":
         return None
@@ -166,8 +170,8 @@ def _campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
 def _campaign_context(campaign_dir: Path) -> _Context:
     """Host facts (per testbed when there were several) and the monitors of campaign.json."""
     try:
-        meta = json.loads((campaign_dir / "campaign.json").read_text())
-    except (OSError, ValueError):
+        meta = read_campaign(campaign_dir / "campaign.json")
+    except (OSError, ValueError, StoreError):
         return _Context()
     hosts = meta.get("hosts", {})
     if meta.get("testbed_files"):  # several testbeds: facts per testbed, chosen per row

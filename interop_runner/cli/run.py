@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from interop_runner.cli.results import print_matrix
 from interop_runner.cli.testbed import ensure_local_testbed
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
-from interop_runner.errors import UserError
+from interop_runner.errors import SchemaError, UserError
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
@@ -99,9 +98,12 @@ def _seed(resume: Path | None) -> int:
     seed = draw_seed()
     if resume is None:
         return seed
+    from interop_runner.storage.campaign_record import read_campaign
+
     try:
-        stored: int = json.loads((resume / "campaign.json").read_text()).get(
-            "plan", {}).get("seed", seed)
+        stored: int = read_campaign(resume / "campaign.json").get("plan", {}).get("seed", seed)
+    except SchemaError as exc:
+        raise UserError(f"cannot resume: {exc}") from None
     except (OSError, ValueError, AttributeError) as exc:
         raise UserError(f"{resume / 'campaign.json'}: cannot resume: {exc}") from None
     return stored

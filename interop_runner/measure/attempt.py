@@ -23,11 +23,12 @@ from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.testbed.node import Node
 from interop_runner.config.params import StandardParams, check_negotiated, parse_negotiated, resolve
 from interop_runner.measure.postprocess import process_handshake, process_pcaps, process_perf
-from interop_runner.storage.store import RunRecord, Side, Status, utc_now
+from interop_runner.storage.layout import utc_now
+from interop_runner.storage.run_record import HOST_KEYS, RunRecord, Side, Status
 from interop_runner.units import goodput_mbps
 
 # Client wrapper: $0 stdout file, $1 stderr file, $2 pidstat output file ("" = none), rest =
-# command. The client runs as a child so pidstat (same flags as monitors.specs.pidstat_argv)
+# command. The client runs as a child so pidstat (same flags as monitors.samplers.pidstat_argv)
 # can follow its PID. Prints one JSON line, then
 # bash's `times` (its second line: user and system CPU time of the waited-for children, i.e.
 # the client and its descendants; pidstat is reaped only afterwards).
@@ -82,6 +83,8 @@ class AttemptPlan:
     axes: dict[str, Any] = field(default_factory=dict)
     server_knobs: Knobs = field(default_factory=Knobs)
     client_knobs: Knobs = field(default_factory=Knobs)
+    # the pair as written in the campaign (differs from the implementations under `impl`)
+    cell: tuple[str, str] | None = None
 
     @property
     def pair(self) -> str:
@@ -109,19 +112,28 @@ def _tail(text: str, n: int = 300) -> str:
     return lines[-1][:n] if lines else ""
 
 
-def not_run_record(plan: AttemptPlan, server: Node, client: Node, status: Status,
-                   reason: str) -> RunRecord:
-    """A record for a pair that cannot run at all (no common protocol, failed setup)."""
-    now = utc_now()
+def new_record(plan: AttemptPlan, server: Node, client: Node) -> RunRecord:
+    """The run.json of an attempt as far as it is known before it runs (the one place a
+    :class:`RunRecord` is built): what was planned, both sides, the nodes' main host facts."""
     return RunRecord(
         campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
         attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
         server=plan.side("server", server), client=plan.side("client", client),
         params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
-        status=status, reason=reason, file_size=plan.file_size,
-        sha256_expected=plan.file_sha256, started_at=now, finished_at=now,
+        hosts={n.cfg.role: {k: n.facts.get(k) for k in HOST_KEYS} for n in (server, client)},
+        cell={"server": plan.cell[0], "client": plan.cell[1]} if plan.cell else None,
+        file_size=plan.file_size, sha256_expected=plan.file_sha256,
         monitors=dict(plan.monitors),
     )
+
+
+def not_run_record(plan: AttemptPlan, server: Node, client: Node, status: Status,
+                   reason: str) -> RunRecord:
+    """A record for a pair that cannot run at all (no common protocol, failed setup)."""
+    record = new_record(plan, server, client)
+    record.status, record.reason = status, reason
+    record.started_at = record.finished_at = utc_now()
+    return record
 
 
 def _seconds(times: str) -> float:
@@ -143,14 +155,7 @@ class Attempt:
                                                     server.cfg.interface, [])
         self.cmon = client_monitors or NodeMonitors(client.executor, client.name,
                                                     client.cfg.interface, [])
-        self.record = RunRecord(
-            campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
-            attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
-            server=plan.side("server", server), client=plan.side("client", client),
-            params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
-            file_size=plan.file_size, sha256_expected=plan.file_sha256,
-            monitors=dict(plan.monitors),
-        )
+        self.record = new_record(plan, server, client)
         rel = "/".join(p for p in (plan.pair, plan.testcase, plan.variant, str(plan.repetition),
                                    f"attempt-{plan.attempt}") if p)
         self.server_logs = f"{server.runs_dir}/{rel}/server"

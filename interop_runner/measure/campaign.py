@@ -1,8 +1,12 @@
-"""A campaign: prepare the nodes once, run every pair x repetition, store every attempt."""
+"""A campaign: prepare the nodes once, run every pair x repetition, store every attempt.
+
+The campaign keeps its record (:class:`~interop_runner.storage.campaign_record.CampaignRecord`,
+begun in :meth:`Campaign._start_record`) up to date in ``campaign.json`` (several testbeds:
+each worker in its ``testbed-<name>.json``) and stores one ``run.json`` per attempt.
+"""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import queue
@@ -17,22 +21,31 @@ from types import FrameType
 from typing import Any, Callable, Iterator
 
 from interop_runner import __version__
-from interop_runner.config.campaign import CampaignConfig, TestbedConfig, variant_configs
-from interop_runner.errors import ExecutorError
-from interop_runner.remote.executor import LocalExecutor
+from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig, \
+    variant_configs
 from interop_runner.config.implementations import ImplementationMeta, load_registry, resolve
-from interop_runner.testbed.knobs import NodeKnobs
-from interop_runner.measure.monitor_session import NodeMonitors
-from interop_runner.errors import PreflightError, SetupError
-from interop_runner.testbed.node import Node
+from interop_runner.errors import ExecutorError, PreflightError, SetupError, StoreError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
-from interop_runner.testbed.leftovers import node_knobs
-from interop_runner.measure.plan import PlannedRun, check_resume, completed_keys, draw_seed, plan_order, plan_runs
-from interop_runner.errors import StoreError
-from interop_runner.storage.store import RunRecord, attempt_dir, iter_run_files, new_campaign_dir, next_attempt, private_umask, read_run, utc_now, write_json_atomic, write_run
+from interop_runner.measure.monitor_session import NodeMonitors
+from interop_runner.measure.plan import PlannedRun, check_resume, completed_keys, draw_seed, \
+    plan_order, plan_runs
+from interop_runner.measure.preflight import check_knobs_on_nodes
 from interop_runner.measure.variants import SourceArchive, VariantError, pack_source
-
 from interop_runner.paths import PROJECT_ROOT as REPO_ROOT
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.storage.campaign_record import AdaptiveRound, CampaignRecord, FileInfo, \
+    ImplementationEntry, PlanInfo, new_campaign_record, plain, read_campaign, write_campaign
+from interop_runner.storage.layout import attempt_dir, iter_run_files, new_campaign_dir, \
+    next_attempt, private_umask, unrecorded_attempts, utc_now
+from interop_runner.storage.run_record import RunRecord, load_run, write_run
+from interop_runner.testbed.knobs import NodeKnobs
+from interop_runner.testbed.leftovers import node_knobs
+from interop_runner.testbed.node import Node
+
+Progress = Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
+OnRecord = Callable[[RunRecord], None]
+# (node name, its config, campaign id, command timeout) -> a connected node
+Connect = Callable[[str, NodeConfig, str, float], Node]
 
 
 @dataclass
@@ -97,6 +110,26 @@ class _Interrupt:
         signal.signal(signal.SIGTERM, self._old)
 
 
+def ended_status(exc: BaseException, current: str) -> str:
+    """The campaign status after ``exc`` ended a session (``current`` when it says nothing)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, CampaignStopped):
+        return f"stopped: {exc}"
+    if isinstance(exc, Exception):
+        return f"aborted: {exc}"
+    return current
+
+
+def combined_status(statuses: list[str | None], names: list[str], interrupted: bool) -> str:
+    """The status of a campaign over several testbeds from each testbed's own status."""
+    if interrupted or "interrupted" in statuses:
+        return "interrupted"
+    if all(s == "finished" for s in statuses):
+        return "finished"
+    return "; ".join(f"{n}: {s}" for n, s in zip(names, statuses))
+
+
 class Campaign:
     """Runs a validated campaign on a testbed."""
 
@@ -109,16 +142,18 @@ class Campaign:
         self.keep_files = cfg.keep_files if keep_files is None else keep_files
         self.registry = load_registry()
         self.resume = resume
-        self._previous: dict[str, Any] | None = None
+        self._previous: CampaignRecord | None = None
         seed = cfg.sweep.seed if cfg.sweep.seed is not None else draw_seed()
         if resume is not None:
             self._previous = check_resume(resume, cfg)
-            seed = self._previous.get("plan", {}).get("seed", seed)
+            if self._previous.plan.seed is not None:
+                seed = self._previous.plan.seed
         self.seed = seed
         self.runs = plan_runs(cfg, seed, [t.name for t in self.testbeds])
         done = completed_keys(resume, cfg, self.runs) if resume is not None else set()
         self.skipped = len(done)
         self.runs = [r for r in self.runs if r.key not in done]
+        self._source: Iterator[PlannedRun] | None = None
         # called with (message, log tail) when an implementation's setup fails
         self.on_setup_error: Callable[[str, str], None] | None = None
         # adaptive A/B: the cells (server, client as written) whose verdict is still open,
@@ -126,6 +161,8 @@ class Campaign:
         self.undecided: Callable[[Path], set[tuple[str, str]]] | None = None
         # host keys accepted on first use by a connection made before the campaign (per testbed)
         self.trusted_before: dict[str, list[dict[str, str]]] = {}
+        # how a node is reached: SSH (tests may hand in nodes with a LocalExecutor)
+        self.connect: Connect = Node.connect
 
     def _metas(self, role: str) -> list[ImplementationMeta]:
         """Every implementation (variants included) that runs in ``role`` in any variant."""
@@ -137,8 +174,7 @@ class Campaign:
         """The registry entry or variant called ``name`` in this campaign."""
         return resolve(name, self.registry, self.cfg.implementations)
 
-    def execute(self, progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
-                | None = None, on_record: Callable[[RunRecord], None] | None = None,
+    def execute(self, progress: Progress | None = None, on_record: OnRecord | None = None,
                 ) -> CampaignResult:
         """Prepare nodes, run all planned attempts, clean up; return the records.
 
@@ -155,9 +191,21 @@ class Campaign:
         """The measurement port on this campaign's testbed."""
         return self.testbed.port or self.cfg.port
 
-    def _execute_one(self, progress: Callable[[Iterator[PlannedRun], int],
-                                               Iterator[PlannedRun]] | None = None,
-                     on_record: Callable[[RunRecord], None] | None = None,
+    def _start_record(self, directory: Path, several: bool) -> CampaignRecord:
+        """The campaign's record at the start of this session: campaign.json, or (one testbed
+        of several) testbed-<name>.json; ``several``: campaign.json over all testbeds."""
+        plan = PlanInfo(order=plan_order(self.cfg, len(self.testbeds)), seed=self.seed,
+                        variants=sorted({r.variant.id for r in self.runs}))
+        return new_campaign_record(
+            directory.name, self.cfg.model_dump(), runner_version(),
+            len(self.runs) + self.skipped, plan,
+            testbed=None if several else self.testbed.model_dump(),
+            testbeds={t.name: t.model_dump() for t in self.testbeds} if several else None,
+            distribute=self.cfg.distribute if several else None,
+            previous=self._previous, skipped_runs=self.skipped)
+
+    # -- one testbed ---------------------------------------------------------------------------
+    def _execute_one(self, progress: Progress | None = None, on_record: OnRecord | None = None,
                      directory: Path | None = None, meta_file: str = "campaign.json",
                      runs: Iterator[PlannedRun] | None = None) -> CampaignResult:
         """One testbed: the whole campaign, or (in a worker) its share of the runs."""
@@ -165,92 +213,90 @@ class Campaign:
                                                                  self.cfg.name)
         self._source = runs
         result = CampaignResult(directory)
-        campaign_id = directory.name
         t0 = time.monotonic()
-        meta: dict[str, Any] = {
-            "schema_version": 1, "campaign": campaign_id, "config": self.cfg.model_dump(),
-            "testbed": self.testbed.model_dump(), "runner": runner_version(),
-            "started_at": utc_now(), "finished_at": None, "status": "running",
-            "planned_runs": len(self.runs) + self.skipped, "hosts": {}, "implementations": {},
-            "monitors": {},
-            "plan": {"order": plan_order(self.cfg, len(self.testbeds)),
-                     "seed": self.seed, "variants": sorted({r.variant.id for r in self.runs})},
-        }
-        if self._previous is not None:
-            # keep what the earlier sessions recorded; note this one
-            meta["started_at"] = self._previous.get("started_at", meta["started_at"])
-            meta["sessions"] = self._previous.get("sessions", []) + [
-                {"status": self._previous.get("status"),
-                 "finished_at": self._previous.get("finished_at")}]
-            meta["resumed_at"] = utc_now()
-            meta["skipped_runs"] = self.skipped
-        write_json_atomic(directory / meta_file, meta,
-                          overwrite=self.resume is not None or meta_file != "campaign.json")
+        doc = self._start_record(directory, several=False)
+        path = directory / meta_file
+        write_campaign(path, doc,
+                       overwrite=self.resume is not None or meta_file != "campaign.json")
         nodes: list[Node] = []
         with _Interrupt():
             try:
-                sname, scfg = self.testbed.node("server")
-                cname, ccfg = self.testbed.node("client")
-                timeout = self.cfg.timeouts.command
-                server = Node.connect(sname, scfg, campaign_id, timeout)
-                nodes.append(server)
-                client = Node.connect(cname, ccfg, campaign_id, timeout)
-                nodes.append(client)
-                for node in nodes:  # one runner per node directory (lease.py)
-                    node.take_lease()
-                _record_trusted_keys(meta, nodes, self.trusted_before.get(self.testbed.name))
-                meta["hosts"] = {n.name: n.collect_facts(directory / "hosts" / n.name)
-                                 for n in nodes}
-                meta["hosts"]["management"] = _management_facts()
-                # a killed earlier runner's processes first (they may hold the port), then knobs
-                killed = {n.name: k for n in nodes if (k := n.reap_leftovers())}
-                if killed:
-                    meta["killed_leftovers"] = killed
-                knobs: dict[str, NodeKnobs] = {n.cfg.role: node_knobs(n, self.testbed)
-                                               for n in nodes}
-                leftovers = {n.name: knobs[n.cfg.role].restore(None, []) for n in nodes
-                             if knobs[n.cfg.role].journal.pending()
-                             or knobs[n.cfg.role].sysctl.pending()}
-                if leftovers:  # a killed earlier run left changes behind: undone now
-                    meta["restored_leftovers"] = leftovers
-                self._check_knobs(knobs)
-                prepared = self._prepare(server, client, meta)
-                prepared.server_knobs, prepared.client_knobs = knobs["server"], knobs["client"]
-                write_json_atomic(directory / meta_file, meta, overwrite=True)
-                self._loop(server, client, prepared, result, progress, on_record)
-                if self.cfg.sweep.adaptive is not None and self.undecided is not None \
-                        and self._source is None:
-                    self._adapt(server, client, prepared, result, progress, on_record, meta,
-                                meta_file)
-                meta["status"] = "finished"
-            except KeyboardInterrupt:
-                meta["status"] = "interrupted"
-                result.interrupted = True
-                raise
-            except CampaignStopped as exc:
-                meta["status"] = f"stopped: {exc}"
-                raise
-            except Exception as exc:
-                meta["status"] = f"aborted: {exc}"
+                self._session(nodes, doc, path, result, progress, on_record)
+                doc.status = "finished"
+            except BaseException as exc:
+                doc.status = ended_status(exc, doc.status)
+                result.interrupted = isinstance(exc, KeyboardInterrupt)
                 raise
             finally:
-                _record_trusted_keys(meta, nodes, self.trusted_before.get(self.testbed.name))
-                for node in nodes:
-                    node.cleanup(self.keep_files)
-                    node.close()
-                meta["finished_at"] = utc_now()
-                result.wall_s = time.monotonic() - t0
-                meta["wall_s"] = result.wall_s
-                write_json_atomic(directory / meta_file, meta, overwrite=True)
+                self._release(nodes, doc)
+                doc.finished_at = utc_now()
+                result.wall_s = doc.wall_s = time.monotonic() - t0
+                write_campaign(path, doc)
         return result
 
+    def _session(self, nodes: list[Node], doc: CampaignRecord, path: Path,
+                 result: CampaignResult, progress: Progress | None,
+                 on_record: OnRecord | None) -> None:
+        """Connect, survey and prepare the nodes, then run the attempts (``nodes`` collects
+        the connected nodes for the caller's cleanup)."""
+        server, client = self._connect(nodes, doc)
+        self._collect_facts(nodes, doc, result.directory)
+        # knobs the nodes cannot have (CPUs of a pin), before anything changes or runs
+        check_knobs_on_nodes(self.cfg, [(n.name, n.cfg.role, n.facts) for n in nodes])
+        knobs = self._clear_leftovers(nodes, doc)
+        self._check_knobs(knobs)
+        prepared = self._prepare(server, client, doc)
+        prepared.server_knobs, prepared.client_knobs = knobs["server"], knobs["client"]
+        write_campaign(path, doc)
+        self._loop(server, client, prepared, result, progress, on_record)
+        if self.cfg.sweep.adaptive is not None and self.undecided is not None \
+                and self._source is None:
+            self._adapt(server, client, prepared, result, progress, on_record, doc, path)
+
+    def _connect(self, nodes: list[Node], doc: CampaignRecord) -> tuple[Node, Node]:
+        """Connect server and client and take their leases (one runner per node directory)."""
+        timeout = self.cfg.timeouts.command
+        for role in ("server", "client"):
+            name, cfg = self.testbed.node(role)
+            nodes.append(self.connect(name, cfg, doc.campaign, timeout))
+        for node in nodes:
+            node.take_lease()
+        _record_trusted_keys(doc, nodes, self.trusted_before.get(self.testbed.name))
+        return nodes[0], nodes[1]
+
+    def _collect_facts(self, nodes: list[Node], doc: CampaignRecord, directory: Path) -> None:
+        """Each node's host facts (raw sections below ``hosts/<node>/``), and the management
+        node's."""
+        doc.hosts = {n.name: n.collect_facts(directory / "hosts" / n.name) for n in nodes}
+        doc.hosts["management"] = _management_facts()
+
+    def _clear_leftovers(self, nodes: list[Node], doc: CampaignRecord) -> dict[str, NodeKnobs]:
+        """Kill what a killed earlier runner left running (it may hold the port), then undo
+        the knob changes it left behind; return each role's knob handler."""
+        killed = {n.name: k for n in nodes if (k := n.reap_leftovers())}
+        if killed:
+            doc.killed_leftovers = killed
+        knobs: dict[str, NodeKnobs] = {n.cfg.role: node_knobs(n, self.testbed) for n in nodes}
+        leftovers = {n.name: knobs[n.cfg.role].restore(None, []) for n in nodes
+                     if knobs[n.cfg.role].journal.pending()
+                     or knobs[n.cfg.role].sysctl.pending()}
+        if leftovers:
+            doc.restored_leftovers = leftovers
+        return knobs
+
+    def _release(self, nodes: list[Node], doc: CampaignRecord) -> None:
+        """Note the host keys trusted on first use; clean up and disconnect every node."""
+        _record_trusted_keys(doc, nodes, self.trusted_before.get(self.testbed.name))
+        for node in nodes:
+            node.cleanup(self.keep_files)
+            node.close()
+
     def _adapt(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
-               progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
-               on_record: Callable[[RunRecord], None] | None, meta: dict[str, Any],
-               meta_file: str) -> None:
+               progress: Progress | None, on_record: OnRecord | None, doc: CampaignRecord,
+               path: Path) -> None:
         """Adaptive A/B: another paired round for each cell without a verdict, up to the cap."""
         assert self.cfg.sweep.adaptive is not None and self.undecided is not None
-        rounds: list[dict[str, Any]] = meta.setdefault("adaptive_rounds", [])
+        rounds = doc.adaptive_rounds = doc.adaptive_rounds or []
         rep = self.cfg.repetitions
         while rep < self.cfg.sweep.adaptive.max_repetitions:
             cells = self.undecided(result.directory)
@@ -262,13 +308,13 @@ class Campaign:
                      if r.repetition == rep and r.cell in cells]
             done = completed_keys(result.directory, self.cfg, extra)
             self.runs = [r for r in extra if r.key not in done]
-            rounds.append({"repetition": rep, "cells": sorted("_".join(c) for c in cells)})
-            write_json_atomic(result.directory / meta_file, meta, overwrite=True)
+            rounds.append(AdaptiveRound(repetition=rep,
+                                        cells=sorted("_".join(c) for c in cells)))
+            write_campaign(path, doc)
             self._loop(server, client, prepared, result, progress, on_record)
 
-    def _execute_parallel(self, progress: Callable[[Iterator[PlannedRun], int],
-                                                    Iterator[PlannedRun]] | None
-                          ) -> CampaignResult:
+    # -- several testbeds ----------------------------------------------------------------------
+    def _execute_parallel(self, progress: Progress | None) -> CampaignResult:
         """Several testbeds: one worker process per testbed, one run at a time on each.
 
         ``spread``: the workers take the next run from one shared queue; ``each``: every
@@ -277,94 +323,51 @@ class Campaign:
         them. Ctrl-C reaches every worker (same process group); a SIGTERM to this process
         is passed on to them.
         """
-        ctx = multiprocessing.get_context("fork")
         directory = self.resume or new_campaign_dir(self.results_root, self.cfg.name)
         result = CampaignResult(directory)
         t0 = time.monotonic()
-        names = [t.name for t in self.testbeds]
-        meta: dict[str, Any] = {
-            "schema_version": 1, "campaign": directory.name, "config": self.cfg.model_dump(),
-            "testbeds": {t.name: t.model_dump() for t in self.testbeds},
-            "distribute": self.cfg.distribute, "runner": runner_version(),
-            "started_at": utc_now(), "finished_at": None, "status": "running",
-            "planned_runs": len(self.runs) + self.skipped,
-            "plan": {"order": plan_order(self.cfg, len(self.testbeds)),
-                     "seed": self.seed, "variants": sorted({r.variant.id for r in self.runs})},
-            "testbed_files": {n: f"testbed-{n}.json" for n in names},
-        }
-        if self._previous is not None:
-            meta["started_at"] = self._previous.get("started_at", meta["started_at"])
-            meta["sessions"] = self._previous.get("sessions", []) + [
-                {"status": self._previous.get("status"),
-                 "finished_at": self._previous.get("finished_at")}]
-            meta["resumed_at"], meta["skipped_runs"] = utc_now(), self.skipped
-        write_json_atomic(directory / "campaign.json", meta, overwrite=self.resume is not None)
-        shared: Any = ctx.Queue()
-        own: dict[str, Any] = {n: ctx.Queue() for n in names}
-        for run in self.runs:
-            tb = run.variant.as_dict().get("testbed") if self.cfg.distribute == "each" else None
-            (own[tb] if tb else shared).put(run.key)
-        done: Any = ctx.Queue()
-        workers = [ctx.Process(target=self._worker, name=f"testbed-{t.name}",
-                               args=(t, directory, own[t.name], shared, done))
-                   for t in self.testbeds]
-        exits = {"n": 0}
-
-        def events() -> Iterator[None]:
-            """One item per stored record, until every worker has exited."""
-            while exits["n"] < len(workers):
-                try:
-                    msg = done.get(timeout=0.5)
-                except queue.Empty:
-                    if not any(w.is_alive() for w in workers):
-                        return
-                    continue
-                if msg == "exit":
-                    exits["n"] += 1
-                else:
-                    yield None
-
+        doc = self._start_record(directory, several=True)
+        write_campaign(directory / "campaign.json", doc, overwrite=self.resume is not None)
+        pool = _Workers(self, directory)
         try:
             with _Interrupt():
-                for w in workers:
-                    w.start()
-                ticks: Iterator[Any] = events()
+                pool.start()
+                ticks: Iterator[Any] = pool.records()
                 if progress is not None:
                     ticks = progress(ticks, len(self.runs))
                 for _ in ticks:
                     pass
         except KeyboardInterrupt:
             result.interrupted = True
-            for w in workers:  # a Ctrl-C from a terminal reached them already
-                if w.is_alive() and w.pid is not None:
-                    os.kill(w.pid, signal.SIGTERM)
-            for w in workers:
-                w.join(timeout=120)
+            pool.stop()
             raise
         finally:
-            for w in workers:
-                w.join(timeout=600)
-            codes = {t.name: w.exitcode for t, w in zip(self.testbeds, workers)}
-            meta["worker_exit_codes"] = codes
-            statuses = []
-            for name in names:
-                try:
-                    statuses.append(json.loads(
-                        (directory / f"testbed-{name}.json").read_text()).get("status"))
-                except (OSError, ValueError):
-                    statuses.append("not started")
-            meta["status"] = ("interrupted" if result.interrupted or "interrupted" in statuses
-                              else "finished" if all(s == "finished" for s in statuses)
-                              else "; ".join(f"{n}: {s}" for n, s in zip(names, statuses)))
-            meta["finished_at"] = utc_now()
-            result.wall_s = meta["wall_s"] = time.monotonic() - t0
-            write_json_atomic(directory / "campaign.json", meta, overwrite=True)
-            result.records = [RunRecord.from_dict(read_run(p)) for p in iter_run_files(directory)
-                              if read_run(p).get("campaign") == directory.name]
+            codes = pool.join()
+            self._finish_parallel(doc, codes, result, t0)
         if any(code not in (0, None) for code in codes.values()) and not result.interrupted:
             raise StoreError(f"{directory}: a testbed worker failed: "
                              + ", ".join(f"{n} exit {c}" for n, c in codes.items() if c))
         return result
+
+    def _finish_parallel(self, doc: CampaignRecord, codes: dict[str, int | None],
+                         result: CampaignResult, t0: float) -> None:
+        """campaign.json after the workers: their exit codes and the combined status; the
+        records they stored."""
+        directory = result.directory
+        names = [t.name for t in self.testbeds]
+        doc.worker_exit_codes = codes
+        statuses: list[str | None] = []
+        for name in names:
+            try:
+                statuses.append(read_campaign(directory / f"testbed-{name}.json").get("status"))
+            except (OSError, ValueError, StoreError):
+                statuses.append("not started")
+        doc.status = combined_status(statuses, names, result.interrupted)
+        doc.finished_at = utc_now()
+        result.wall_s = doc.wall_s = time.monotonic() - t0
+        write_campaign(directory / "campaign.json", doc)
+        records = [load_run(p) for p in iter_run_files(directory)]
+        result.records = [r for r in records if r.campaign == directory.name]
 
     def _worker(self, testbed: TestbedConfig, directory: Path, own: Any, shared: Any,
                 done: Any) -> None:
@@ -397,6 +400,7 @@ class Campaign:
             done.join_thread()  # flush before the hard exit below
         os._exit(code)
 
+    # -- preparation ---------------------------------------------------------------------------
     def _check_knobs(self, knobs: dict[str, NodeKnobs]) -> None:
         """Refuse knob settings the testbed cannot have, before any run."""
         configs = [vcfg for _, vcfg in variant_configs(self.cfg)]
@@ -415,141 +419,203 @@ class Campaign:
                    for vcfg in configs):
                 nk.check_netem()
 
-    def _prepare(self, server: Node, client: Node, meta: dict[str, Any]) -> Prepared:
+    def _prepare(self, server: Node, client: Node, doc: CampaignRecord) -> Prepared:
+        """Preflight both nodes, install every implementation, generate the file, exchange
+        the certificate, check the monitors."""
         cfg = self.cfg
         server.preflight(cfg.file_size + 16 * 2**20, server.cfg.tmpdir)
         client.preflight(cfg.file_size + 16 * 2**20, client.cfg.tmpdir)
         versions: dict[str, str | None] = {}
         errors: dict[str, str] = {}
         archives: dict[str, SourceArchive] = {}
+        entries = doc.implementations = doc.implementations or {}
         packdir = Path(tempfile.mkdtemp(prefix="qir-variants-"))
         try:
             for node, role in ((server, "server"), (client, "client")):
                 for impl in self._metas(role):
-                    self._install(node, role, impl, meta, versions, errors, archives, packdir)
+                    entries[f"{role}:{impl.name}"] = self._install(
+                        node, role, impl, versions, errors, archives, packdir)
         finally:
             shutil.rmtree(packdir, ignore_errors=True)
         gen_timeout = max(120.0, cfg.file_size / 50e6)
         file_name = f"goodput-{cfg.file_size}.bin"
         sha256 = server.generate_file(file_name, cfg.file_size, gen_timeout)
-        meta["file"] = {"name": file_name, "size": cfg.file_size, "sha256": sha256}
+        doc.file = FileInfo(name=file_name, size=cfg.file_size, sha256=sha256)
         client.install_ca(server.make_certificate(server.cfg.ip))
+        statuses = doc.monitors = doc.monitors or {}
         monitors = []
         for node in (server, client):
             mon = NodeMonitors(node.executor, node.name, node.cfg.interface, list(cfg.monitors),
                                node.cfg.role, self.port, cfg.monitor_options)
-            meta["monitors"][node.cfg.role] = mon.check()
+            statuses[node.cfg.role] = mon.check()
             if mon.perf_event:
-                meta["monitors"][node.cfg.role]["perf.event"] = mon.perf_event
+                statuses[node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
         return Prepared(versions, errors, file_name, sha256, monitors[0], monitors[1])
 
-    def _install(self, node: Node, role: str, impl: ImplementationMeta, meta: dict[str, Any],
+    def _install(self, node: Node, role: str, impl: ImplementationMeta,
                  versions: dict[str, str | None], errors: dict[str, str],
-                 archives: dict[str, SourceArchive], packdir: Path) -> None:
+                 archives: dict[str, SourceArchive], packdir: Path) -> ImplementationEntry:
         """Install one implementation (or variant) on one node; a failure fails its pairs."""
         key = f"{role}:{impl.name}"
-        entry: dict[str, Any] = {"declared_version": impl.version,
-                                 "source_hash": impl.source_hash(), "node": node.name}
+        entry = ImplementationEntry(declared_version=impl.version,
+                                    source_hash=impl.source_hash(), node=node.name)
         if impl.variant is not None:
-            entry["variant"] = impl.variant.model_dump(exclude_defaults=True)
+            entry.variant = plain(impl.variant.model_dump(exclude_defaults=True))
         try:
             archive = None
             if impl.variant is not None and impl.variant.source:
                 if impl.name not in archives:
                     archives[impl.name] = pack_source(impl, packdir)
                 archive = archives[impl.name]
-                entry["variant_source"] = archive.identity
-            entry["version"] = versions[key] = node.install(
+                entry.variant_source = plain(archive.identity)
+            entry.version = versions[key] = node.install(
                 impl, self.cfg.timeouts.setup, archive.path if archive else None,
                 archive.label if archive else None)
         except (SetupError, VariantError) as exc:
             tail = exc.tail if isinstance(exc, SetupError) else ""
             # Only the pairs with this implementation fail; the others still run.
             errors[key] = str(exc)
-            entry.update(version=None, setup_error=str(exc), setup_log_tail=tail)
+            entry.version, entry.setup_error, entry.setup_log_tail = None, str(exc), tail
             if self.on_setup_error is not None:
                 self.on_setup_error(str(exc), tail)
-        meta["implementations"][key] = entry
+        return entry
 
+    # -- the runs ------------------------------------------------------------------------------
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
-              progress: Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]] | None,
-              on_record: Callable[[RunRecord], None] | None) -> None:
-        cfg = self.cfg
-        monitors = {"server": dict(prepared.server_monitors.status),
-                    "client": dict(prepared.client_monitors.status)}
+              progress: Progress | None, on_record: OnRecord | None) -> None:
+        """Run the planned runs (or the worker's share) in order, storing every attempt."""
         runs: Iterator[PlannedRun] = self._source if self._source is not None else iter(self.runs)
         if progress is not None:
             runs = progress(runs, len(self.runs))
         for run in runs:
-            smeta, cmeta = self.meta(run.server), self.meta(run.client)
-            vcfg = run.cfg or cfg
-            attempt = next_attempt(result.directory, run.server, run.client, cfg.testcase,
-                                   run.repetition, run.variant.id)
-            plan = AttemptPlan(
-                campaign_id=result.directory.name, testbed=self.testbed.name,
-                testcase=cfg.testcase, repetition=run.repetition, attempt=attempt,
-                server_meta=smeta, client_meta=cmeta,
-                server_version=prepared.versions.get(f"server:{run.server}"),
-                client_version=prepared.versions.get(f"client:{run.client}"),
-                server_params=side_params(vcfg.server_params, run.server, run.cell, 0),
-                client_params=side_params(vcfg.client_params, run.client, run.cell, 1),
-                alpn=run.alpn, port=self.port, file_name=prepared.file_name,
-                file_size=cfg.file_size, file_sha256=prepared.file_sha256,
-                client_timeout=cfg.client_timeout(),
-                server_ready_timeout=cfg.timeouts.server_ready,
-                keylog=vcfg.keylog,  # key logs only when asked: nothing else reads them
-                qlog=vcfg.qlog or "qlog" in cfg.monitors, monitors=monitors,
-                std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
-                server_knobs=vcfg.side_knobs("server"), client_knobs=vcfg.side_knobs("client"),
-            )
-            out = attempt_dir(result.directory, run.server, run.client, cfg.testcase,
-                              run.repetition, attempt, run.variant.id)
-            for orphan in _unrecorded_attempts(out.parent):  # the runner died in them
-                lost = not_run_record(replace(plan, attempt=orphan), server, client, "failed",
-                                      "no record: the runner was killed during this attempt "
-                                      "(found on resume)")
-                lost.interrupted = True
-                write_run(out.parent / f"attempt-{orphan}", lost)
-            out.mkdir(parents=True)
-            broken = [prepared.setup_errors[k] for k in (f"server:{run.server}",
-                                                         f"client:{run.client}")
-                      if k in prepared.setup_errors]
-            if broken:
-                record = not_run_record(plan, server, client, "failed", "; ".join(broken))
-                abort = None
-            elif run.alpn is None:
-                record = not_run_record(
-                    plan, server, client, "unsupported",
-                    f"no common protocol: server speaks {', '.join(smeta.alpns)}, "
-                    f"client speaks {', '.join(cmeta.alpns)}")
-                abort = None
-            else:
-                attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
-                                      prepared.client_monitors, prepared.server_knobs,
-                                      prepared.client_knobs)
-                record = attempt_run.run()
-                abort = attempt_run.abort
-            record.hosts = {n.cfg.role: {k: n.facts.get(k) for k in HOST_KEYS}
-                            for n in (server, client)}
-            if run.cell is not None:
-                record.cell = {"server": run.cell[0], "client": run.cell[1]}
-            write_run(out, record)
+            record, abort = self._run_one(run, server, client, prepared, result.directory)
             result.records.append(record)
             if abort is not None:
                 raise abort
             if on_record is not None:
                 on_record(record)
-            if cfg.on_error == "stop" and record.status in ("failed", "timeout"):
-                raise CampaignStopped(f"{run.key} attempt {attempt} {record.status}: "
+            if self.cfg.on_error == "stop" and record.status in ("failed", "timeout"):
+                raise CampaignStopped(f"{run.key} attempt {record.attempt} {record.status}: "
                                       f"{record.reason} (on_error: stop; --resume runs it again)")
 
+    def _run_one(self, run: PlannedRun, server: Node, client: Node, prepared: Prepared,
+                 directory: Path) -> tuple[RunRecord, BaseException | None]:
+        """One run as the next attempt of its repetition; its record is stored. Returns the
+        record and what must stop the campaign after storing it (Ctrl-C, a lost node)."""
+        cfg = self.cfg
+        attempt = next_attempt(directory, run.server, run.client, cfg.testcase,
+                               run.repetition, run.variant.id)
+        plan = self._attempt_plan(run, attempt, prepared, directory.name)
+        out = attempt_dir(directory, run.server, run.client, cfg.testcase, run.repetition,
+                          attempt, run.variant.id)
+        for orphan in unrecorded_attempts(out.parent):  # the runner died in them
+            lost = not_run_record(replace(plan, attempt=orphan), server, client, "failed",
+                                  "no record: the runner was killed during this attempt "
+                                  "(found on resume)")
+            lost.interrupted = True
+            write_run(out.parent / f"attempt-{orphan}", lost)
+        out.mkdir(parents=True)
+        record, abort = self._attempt(run, plan, server, client, prepared, out)
+        write_run(out, record)
+        return record, abort
 
-def _unrecorded_attempts(rep_dir: Path) -> list[int]:
-    """Attempt numbers below ``rep_dir`` with a directory but no run.json."""
-    return sorted(int(d.name.split("-", 1)[1]) for d in rep_dir.glob("attempt-*")
-                  if d.name.split("-", 1)[1].isdigit() and not (d / "run.json").exists()) \
-        if rep_dir.is_dir() else []
+    def _attempt(self, run: PlannedRun, plan: AttemptPlan, server: Node, client: Node,
+                 prepared: Prepared, out: Path) -> tuple[RunRecord, BaseException | None]:
+        """Run one attempt; a pair whose setup failed or without a common protocol gets its
+        record without running."""
+        broken = [prepared.setup_errors[k] for k in (f"server:{run.server}",
+                                                     f"client:{run.client}")
+                  if k in prepared.setup_errors]
+        if broken:
+            return not_run_record(plan, server, client, "failed", "; ".join(broken)), None
+        if run.alpn is None:
+            return not_run_record(
+                plan, server, client, "unsupported",
+                f"no common protocol: server speaks {', '.join(plan.server_meta.alpns)}, "
+                f"client speaks {', '.join(plan.client_meta.alpns)}"), None
+        attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
+                              prepared.client_monitors, prepared.server_knobs,
+                              prepared.client_knobs)
+        record = attempt_run.run()
+        return record, attempt_run.abort
+
+    def _attempt_plan(self, run: PlannedRun, attempt: int, prepared: Prepared,
+                      campaign_id: str) -> AttemptPlan:
+        """Everything the attempt needs, from the run, the campaign and the preparation."""
+        cfg, vcfg = self.cfg, run.cfg or self.cfg
+        return AttemptPlan(
+            campaign_id=campaign_id, testbed=self.testbed.name,
+            testcase=cfg.testcase, repetition=run.repetition, attempt=attempt,
+            server_meta=self.meta(run.server), client_meta=self.meta(run.client),
+            server_version=prepared.versions.get(f"server:{run.server}"),
+            client_version=prepared.versions.get(f"client:{run.client}"),
+            server_params=side_params(vcfg.server_params, run.server, run.cell, 0),
+            client_params=side_params(vcfg.client_params, run.client, run.cell, 1),
+            alpn=run.alpn, port=self.port, file_name=prepared.file_name,
+            file_size=cfg.file_size, file_sha256=prepared.file_sha256,
+            client_timeout=cfg.client_timeout(),
+            server_ready_timeout=cfg.timeouts.server_ready,
+            keylog=vcfg.keylog,  # key logs only when asked: nothing else reads them
+            qlog=vcfg.qlog or "qlog" in cfg.monitors,
+            monitors={"server": dict(prepared.server_monitors.status),
+                      "client": dict(prepared.client_monitors.status)},
+            std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
+            server_knobs=vcfg.side_knobs("server"), client_knobs=vcfg.side_knobs("client"),
+            cell=run.cell,
+        )
+
+
+class _Workers:
+    """The worker processes of a campaign over several testbeds and their queues."""
+
+    def __init__(self, campaign: Campaign, directory: Path) -> None:
+        ctx = multiprocessing.get_context("fork")
+        names = [t.name for t in campaign.testbeds]
+        shared: Any = ctx.Queue()
+        own: dict[str, Any] = {n: ctx.Queue() for n in names}
+        for run in campaign.runs:
+            tb = run.variant.as_dict().get("testbed") \
+                if campaign.cfg.distribute == "each" else None
+            (own[tb] if tb else shared).put(run.key)
+        self.done: Any = ctx.Queue()
+        self.names = names
+        self.processes = [ctx.Process(target=campaign._worker, name=f"testbed-{t.name}",
+                                      args=(t, directory, own[t.name], shared, self.done))
+                          for t in campaign.testbeds]
+
+    def start(self) -> None:
+        for w in self.processes:
+            w.start()
+
+    def records(self) -> Iterator[None]:
+        """One item per stored record, until every worker has exited."""
+        exits = 0
+        while exits < len(self.processes):
+            try:
+                msg = self.done.get(timeout=0.5)
+            except queue.Empty:
+                if not any(w.is_alive() for w in self.processes):
+                    return
+                continue
+            if msg == "exit":
+                exits += 1
+            else:
+                yield None
+
+    def stop(self) -> None:
+        """Pass an interrupt on (a Ctrl-C from a terminal reached them already)."""
+        for w in self.processes:
+            if w.is_alive() and w.pid is not None:
+                os.kill(w.pid, signal.SIGTERM)
+        for w in self.processes:
+            w.join(timeout=120)
+
+    def join(self) -> dict[str, int | None]:
+        """Wait for every worker; its exit code per testbed (None: still running)."""
+        for w in self.processes:
+            w.join(timeout=600)
+        return {n: w.exitcode for n, w in zip(self.names, self.processes)}
 
 
 def side_params(by_impl: dict[str, dict[str, Any]], name: str,
@@ -560,17 +626,13 @@ def side_params(by_impl: dict[str, dict[str, Any]], name: str,
         else dict(by_impl.get(name, {}))
 
 
-HOST_KEYS = ("hostname", "cpu_model", "cores", "sockets", "numa_nodes", "kernel", "nic_driver",
-             "nic_speed_mbps", "mtu")
-
-
-def _record_trusted_keys(meta: dict[str, Any], nodes: list[Node],
+def _record_trusted_keys(doc: CampaignRecord, nodes: list[Node],
                          earlier: list[dict[str, str]] | None = None) -> None:
     """Note in campaign.json the SSH host keys accepted on first use (ssh.trust_on_first_use),
     also those accepted by the CLI's reachability probe just before (``earlier``)."""
     trusted = list(earlier or []) + [k for n in nodes for k in n.trusted_host_keys]
     if trusted:
-        meta["ssh_host_keys_trusted_on_first_use"] = trusted
+        doc.ssh_host_keys_trusted_on_first_use = trusted
 
 
 def _management_facts() -> dict[str, str]:

@@ -9,12 +9,13 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.implementations import common_alpn, load_registry, resolve
 from interop_runner.errors import StoreError
-from interop_runner.storage.store import repetition_dir, stored_attempts
+from interop_runner.storage.campaign_record import CampaignRecord, load_campaign_record, plain
+from interop_runner.storage.layout import repetition_dir
+from interop_runner.storage.run_record import stored_attempts
 from interop_runner.config.sweep import Variant, order_runs, slug
 
 
@@ -101,15 +102,20 @@ def estimate_seconds(cfg: CampaignConfig, runs: list[PlannedRun],
     return runnable * (cfg.file_size * 8 / (assumed_mbps * 1e6) + 1.0)
 
 
-def check_resume(directory: Path, cfg: CampaignConfig) -> dict[str, Any]:
-    """campaign.json of the campaign to resume; the config must be the same as then."""
+def check_resume(directory: Path, cfg: CampaignConfig) -> CampaignRecord:
+    """campaign.json of the campaign to resume; the config must be the same as then.
+
+    A campaign.json of a newer version than this runner reads is refused (SchemaError)."""
     path = directory / "campaign.json"
     try:
-        previous: dict[str, Any] = json.loads(path.read_text())
+        previous = load_campaign_record(path)
+    except StoreError as exc:  # SchemaError (a newer version) or not a campaign record
+        reason = str(exc).removeprefix(f"{path}: ")
+        raise type(exc)(f"{path}: cannot resume: {reason}") from None
     except (OSError, ValueError) as exc:
         raise StoreError(f"{path}: cannot resume: {exc}") from None
-    before = json.loads(json.dumps(previous.get("config", {}), default=str))
-    now = json.loads(json.dumps(cfg.model_dump(), default=str))
+    before = plain(previous.config)
+    now = plain(cfg.model_dump())
     # a key added to the config format since then counts as unchanged while at its default
     defaults = json.loads(json.dumps({k: f.get_default(call_default_factory=True)
                                       for k, f in type(cfg).model_fields.items()

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 _MARK = re.compile(r"^=== (.+) ===$", re.MULTILINE)
+_CPULIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
 def split_sections(text: str) -> dict[str, str]:
@@ -38,6 +39,17 @@ def _float(value: str | None) -> float | None:
         return float(value) if value else None
     except ValueError:
         return None
+
+
+def _online_cpus(lscpu: dict[str, str], nproc: int | None) -> str | None:
+    """The online CPUs as a CPU list (``0-3,8``): lscpu's ``On-line CPU(s) list``, else
+    ``0-<nproc - 1>`` (nproc counts the CPUs this process may use)."""
+    listed = lscpu.get("On-line CPU(s) list", "").replace(" ", "")
+    if _CPULIST.match(listed):
+        return listed
+    if nproc is not None and nproc > 0:
+        return "0" if nproc == 1 else f"0-{nproc - 1}"
+    return None
 
 
 def summarize_facts(sections: dict[str, str]) -> dict[str, Any]:
@@ -76,10 +88,12 @@ def summarize_facts(sections: dict[str, str]) -> dict[str, Any]:
         irq, _, cpus = line.partition(" ")
         irqs[irq] = cpus
     speed = _int(sections.get("speed", "").strip())
+    cores = _int(sections.get("nproc", "").strip())
     return {
         "hostname": uname[1] if len(uname) > 1 else None,
         "kernel": uname[2] if len(uname) > 2 else None,
-        "cores": _int(sections.get("nproc", "").strip()),
+        "cores": cores,
+        "online_cpus": _online_cpus(lscpu, cores),
         "cpu_model": lscpu.get("Model name"),
         "cpu_max_mhz": _float(lscpu.get("CPU max MHz")),
         "threads_per_core": _int(lscpu.get("Thread(s) per core")),

@@ -139,6 +139,24 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_campaign_json(path: Path) -> dict[str, Any]:
+    """campaign.json (or testbed-<name>.json) upgraded to the current schema version;
+    ReportError if it is missing, not a JSON object, or of a version this runner cannot read."""
+    from interop_runner.errors import StoreError
+    from interop_runner.storage.campaign_record import read_campaign
+
+    try:
+        return read_campaign(path)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: not valid JSON: {exc}") from None
+    except ValueError as exc:  # not a JSON object
+        raise ReportError(f"{path}: {exc}") from None
+    except StoreError as exc:  # SchemaError: one line naming the file and the versions
+        raise ReportError(str(exc)) from None
+
+
 def find_keylogs(directories: Iterable[Path]) -> list[Path]:
     """TLS key log files stored below the campaign directories (``keys.log`` per side)."""
     hits: list[Path] = []
@@ -159,7 +177,7 @@ def testbed_documents(campaign: Campaign) -> dict[str, dict[str, Any]]:
     docs: dict[str, dict[str, Any]] = {}
     for name, file in sorted(files.items()):
         try:
-            docs[str(name)] = read_json(campaign.directory / str(file))
+            docs[str(name)] = read_campaign_json(campaign.directory / str(file))
         except ReportError as exc:
             docs[str(name)] = {"error": str(exc)}
     return docs
@@ -178,7 +196,7 @@ def load_campaign(directory: Path) -> Campaign:
 
     if not (directory / "campaign.json").is_file():
         return _load_qir10g_experiment(directory)
-    meta = read_json(directory / "campaign.json")
+    meta = read_campaign_json(directory / "campaign.json")
     return Campaign(directory, meta, load_results(directory), slug=slugify(directory.name))
 
 

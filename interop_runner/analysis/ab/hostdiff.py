@@ -6,9 +6,10 @@ Read from result directories only (``campaign.json``, ``testbed-<name>.json``); 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+from interop_runner.errors import StoreError
+from interop_runner.storage.campaign_record import read_campaign
 
 # Host facts that make two campaigns incomparable when they differ (per node role).
 FACT_KEYS: tuple[str, ...] = ("cpu_model", "cores", "kernel", "nic_driver", "nic_speed_mbps",
@@ -73,15 +74,15 @@ def campaign_hosts(campaign_dir: Path | str) -> dict[str, Any]:
     is none."""
     directory = Path(campaign_dir)
     try:
-        meta = json.loads((directory / "campaign.json").read_text())
-    except (OSError, ValueError):
+        meta = read_campaign(directory / "campaign.json")
+    except (OSError, ValueError, StoreError):
         return {}
     if meta.get("testbed_files"):
         by = {}
         for name, file in meta["testbed_files"].items():
             try:
-                by[name] = json.loads((directory / file).read_text()).get("hosts", {})
-            except (OSError, ValueError):
+                by[name] = read_campaign(directory / file).get("hosts", {})
+            except (OSError, ValueError, StoreError):
                 by[name] = {}
         return {"by_testbed": by}
     hosts: dict[str, Any] = meta.get("hosts") or {}

@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from interop_runner.errors import StoreError
+from interop_runner.storage.campaign_record import read_campaign
 
 # Where with_pair_ids() keeps the block of order: paired an attempt ran in.
 PAIR_COLUMN = "pair_id"
@@ -124,8 +126,8 @@ def sweep_order(frame: pd.DataFrame) -> str | None:
     if directory is None:
         return None
     try:
-        meta = json.loads((directory / "campaign.json").read_text())
-    except (OSError, ValueError):
+        meta = read_campaign(directory / "campaign.json")
+    except (OSError, ValueError, StoreError):
         return None
     order = (meta.get("plan") or {}).get("order")
     if order:

@@ -4,7 +4,6 @@ axis column, campaign metadata next to the attempts, grouped bars with intervals
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from pathlib import Path
@@ -17,6 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from interop_runner.analysis.stats import STAT_COLUMNS, ok_mask
+from interop_runner.errors import StoreError
+from interop_runner.storage.campaign_record import read_campaign
 
 PAIR = ["server", "client"]
 
@@ -69,9 +70,9 @@ def stack_of(server: Any) -> str:
 @functools.lru_cache(maxsize=256)
 def _campaign_meta(directory: str) -> dict[str, Any]:
     try:
-        meta: dict[str, Any] = json.loads((Path(directory) / "campaign.json").read_text())
+        meta: dict[str, Any] = read_campaign(Path(directory) / "campaign.json")
         return meta
-    except (OSError, ValueError):
+    except (OSError, ValueError, StoreError):
         return {}
 
 

@@ -3,7 +3,6 @@ frequency (packet processing cost scales about linearly with it)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +10,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats
-from interop_runner.analysis.views._common import (PAIR, campaign_dir, empty, figure, grouped_bars, has_values, no_data,
-                      no_data_axes, pair_label, stack_of)
+from interop_runner.analysis.views._common import (PAIR, campaign_dir, empty, figure, grouped_bars,
+                                                   has_values, no_data, no_data_axes, pair_label,
+                                                   stack_of)
+from interop_runner.errors import StoreError
+from interop_runner.storage.campaign_record import read_campaign
 
 ROLES = ("server", "client")
 FACTS = ("cpu_model", "cpu_max_mhz", "cores", "kernel", "nic_driver", "nic_speed_mbps")
@@ -36,15 +38,15 @@ def _by_role(hosts: dict[str, Any], testbed: dict[str, Any]) -> dict[str, dict[s
 def _campaign_facts(directory: Path) -> dict[str | None, dict[str, dict[str, Any]]]:
     """testbed name (None: the campaign's only testbed) -> role -> facts."""
     try:
-        meta = json.loads((directory / "campaign.json").read_text())
-    except (OSError, ValueError):
+        meta = read_campaign(directory / "campaign.json")
+    except (OSError, ValueError, StoreError):
         return {}
     out: dict[str | None, dict[str, dict[str, Any]]] = {}
     testbeds = meta.get("testbeds") or {}
     for name, file in (meta.get("testbed_files") or {}).items():
         try:
-            hosts = json.loads((directory / file).read_text()).get("hosts") or {}
-        except (OSError, ValueError):
+            hosts = read_campaign(directory / file).get("hosts") or {}
+        except (OSError, ValueError, StoreError):
             continue
         out[name] = _by_role(hosts, testbeds.get(name) or {})
     if not out:

@@ -1,0 +1,128 @@
+"""Preflight of the knobs against the nodes: settings a node cannot have are refused before
+anything runs, as one line per problem naming the node and the key.
+
+Pure functions over the campaign config and a node's host-facts summary
+(:func:`interop_runner.parsers.hostfacts.summarize_facts`). Checked today: the CPUs of a
+``pin`` (every variant of the sweep) against the node's online CPUs. ``nic-local`` and
+``nic-remote`` are resolved on the node later and are not checked here. The MTU is not
+checked: the facts hold the interface's current MTU, not the NIC's limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from interop_runner.config.campaign import CampaignConfig, variant_configs
+from interop_runner.config.knobs import format_cpulist, parse_cpulist
+from interop_runner.config.sweep import Variant
+from interop_runner.errors import PreflightError
+
+NIC_PINS = ("nic-local", "nic-remote")
+
+
+def online_cpus(facts: dict[str, Any]) -> list[int] | None:
+    """The node's online CPUs from its facts (``online_cpus``, else ``cores`` as 0..n-1);
+    ``None`` when the facts tell neither."""
+    text = facts.get("online_cpus")
+    if isinstance(text, str) and text.strip():
+        try:
+            return parse_cpulist(text)
+        except ValueError:
+            pass
+    cores = facts.get("cores")
+    if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0:
+        return list(range(cores))
+    return None
+
+
+def _ranges(cpulist: str) -> list[tuple[int, int]]:
+    """``0-3,8`` -> [(0, 3), (8, 8)], without expanding the ranges (``0-4294967295`` is
+    a valid CPU list too)."""
+    out = []
+    for part in cpulist.split(","):
+        lo, _, hi = part.partition("-")
+        out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def _format_ranges(ranges: list[tuple[int, int]]) -> str:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in merged)
+
+
+def pin_problem(cpulist: str, online: list[int]) -> str | None:
+    """Why ``cpulist`` (a taskset CPU list) cannot be used on a node with ``online`` CPUs;
+    ``None`` when every CPU in it is online."""
+    available = sorted(set(online))
+    missing: list[tuple[int, int]] = []
+    for lo, hi in _ranges(cpulist):
+        if hi < lo:
+            return f"CPU range {lo}-{hi} is empty (write it as {hi}-{lo})"
+        cur = lo
+        for cpu in (c for c in available if lo <= c <= hi):
+            if cpu > cur:
+                missing.append((cur, cpu - 1))
+            cur = cpu + 1
+        if cur <= hi:
+            missing.append((cur, hi))
+    if not missing:
+        return None
+    count = sum(hi - lo + 1 for lo, hi in missing)
+    which = f"CPU {_format_ranges(missing)} does" if count == 1 else \
+        f"CPUs {_format_ranges(missing)} do"
+    return f"{which} not exist on this node (online CPUs {format_cpulist(available)})"
+
+
+def _pin_source(vcfg: CampaignConfig, role: str) -> tuple[str, str | None]:
+    """The key that sets ``role``'s pin in a (variant) config, and its value."""
+    side = f"{role}_knobs"
+    own = getattr(vcfg, side).pin
+    if own is not None:
+        return f"{side}.pin", own
+    return "knobs.pin", vcfg.knobs.pin
+
+
+def _where(cfg: CampaignConfig, variant: Variant, key: str) -> str:
+    """``key``, or the sweep axis value that set it in this variant (the way config errors
+    name an axis value: ``sweep.axes[0].values[2] (knobs.pin='5')``)."""
+    for i, (axis, (_, value)) in enumerate(zip(cfg.sweep.axes, variant.values)):
+        if axis.path == key or key.startswith(axis.path + "."):
+            j = axis.values.index(value)
+            return f"sweep.axes[{i}].values[{j}] ({axis.path}={value!r})"
+    return key
+
+
+def knob_problems(cfg: CampaignConfig, node_name: str, role: str,
+                  facts: dict[str, Any]) -> list[str]:
+    """Knob settings of ``role`` (in any variant of the sweep) that the node ``node_name``
+    cannot have according to its host ``facts``; one line each, naming node and key, e.g.
+    ``server: knobs.pin: CPU 5 does not exist on this node (online CPUs 0-1)``."""
+    online = online_cpus(facts)
+    problems: list[str] = []
+    if online is None:  # the facts do not tell: nothing to check against
+        return problems
+    for variant, vcfg in variant_configs(cfg):
+        key, pin = _pin_source(vcfg, role)
+        if pin is None or pin in NIC_PINS:
+            continue
+        problem = pin_problem(pin, online)
+        if problem is not None:
+            line = f"{node_name}: {_where(cfg, variant, key)}: {problem}"
+            if line not in problems:
+                problems.append(line)
+    return problems
+
+
+def check_knobs_on_nodes(cfg: CampaignConfig,
+                         nodes: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
+    """Raise :class:`PreflightError` with every problem of every ``(name, role, facts)`` node,
+    joined into one line with ``; ``."""
+    problems = [line for name, role, facts in nodes
+                for line in knob_problems(cfg, name, role, facts)]
+    if problems:
+        raise PreflightError("; ".join(problems))

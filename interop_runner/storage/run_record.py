@@ -1,0 +1,178 @@
+"""``run.json``: the record of one attempt, its typed model, its versions and its loader.
+
+Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
+
+1. the first format (until the standard parameters).
+2. standard parameters: the record's ``params`` (asked for), and per side ``effective`` (as
+   the side runs them), ``unhonoured`` (requests it could not honour) and ``negotiated``
+   (what its library reported after the handshake). :func:`upgrade_1_to_2`.
+
+Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
+``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
+the model fills their defaults. From now on any change bumps the version (see
+:mod:`interop_runner.storage.schema`).
+
+:func:`read_run` returns the upgraded plain dict (the analysis reads those, fast and
+tolerant of damaged values); :func:`load_run` returns the validated :class:`RunRecord`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from interop_runner.errors import StoreError
+from interop_runner.storage.layout import write_json_atomic
+from interop_runner.storage.schema import (DocumentSchema, first_error, read_document,
+                                          read_document_versioned)
+
+RUN_SCHEMA_VERSION = 2
+Status = Literal["ok", "failed", "unsupported", "timeout"]
+STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
+# the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
+HOST_KEYS = ("hostname", "cpu_model", "cores", "sockets", "numa_nodes", "kernel", "nic_driver",
+             "nic_speed_mbps", "mtu")
+
+
+class Side(BaseModel):
+    """One side of a pair as it ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    implementation: str
+    version: str | None = None
+    source_hash: str | None = None
+    node: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    # standard parameters as this side runs them, requests it could not honour, and what the
+    # library itself reported after the handshake (QIR_NEGOTIATED line; None: not reported)
+    effective: dict[str, Any] = Field(default_factory=dict)
+    unhonoured: list[dict[str, Any]] = Field(default_factory=list)
+    negotiated: dict[str, Any] | None = None
+    exit_code: int | None = None
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
+    pid: int | None = None
+
+
+class RunRecord(BaseModel):
+    """Everything known about one attempt. Unmeasured values stay None, never 0."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    campaign: str
+    testcase: str
+    repetition: int
+    attempt: int
+    server: Side
+    client: Side
+    status: Status = "failed"
+    reason: str | None = None
+    alpn: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    # sweep: the variant's id ("" without axes) and its axis values (label -> value)
+    variant: str = ""
+    axes: dict[str, Any] = Field(default_factory=dict)
+    # the nodes' main host facts (HOST_KEYS per role), for comparisons across testbeds
+    hosts: dict[str, Any] = Field(default_factory=dict)
+    # the pair as written in the campaign ({"server", "client"}); differs from the sides'
+    # implementations when `impl` substitutes a variant (A/B comparisons group by it)
+    cell: dict[str, str] | None = None
+    # host knobs per node: {"server": {"before", "applied", "after", "notes", "pin"}, ...}
+    knobs: dict[str, Any] = Field(default_factory=dict)
+    interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: resume runs this repetition again
+    # from the client's capture of the QUIC Initial packets (monitor "handshake")
+    handshake: dict[str, Any] | None = None
+    file_size: int | None = None
+    bytes_received: int | None = None
+    sha256_expected: str | None = None
+    sha256_received: str | None = None
+    hash_ok: bool | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    duration_s: float | None = None
+    goodput_mbps: float | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    testbed: str | None = None
+    monitors: dict[str, dict[str, str]] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+    schema_version: int = RUN_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``run.json`` contents (plain JSON-serialisable dict, keys in field order)."""
+        return self.model_dump()
+
+    @staticmethod
+    def from_dict(data: dict[str, Any], source: Path | str = "run.json") -> "RunRecord":
+        """The record of stored ``run.json`` contents of any readable version."""
+        upgraded = RUN_SCHEMA.upgrade(data, source)
+        try:
+            return RunRecord.model_validate(upgraded)
+        except ValidationError as exc:
+            raise StoreError(f"{source}: not a valid run.json: {first_error(exc)}") from None
+
+
+# -- upgrade steps: version n -> n + 1, on the parsed dict ------------------------------------
+def upgrade_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Standard parameters: a version 1 runner asked for none, so none were unhonoured, and
+    no library reported anything."""
+    data.setdefault("params", {})
+    for role in ("server", "client"):
+        side = data.get(role)
+        if isinstance(side, dict):
+            side = data[role] = dict(side)
+            side.setdefault("effective", {})
+            side.setdefault("unhonoured", [])
+            side.setdefault("negotiated", None)
+    return data
+
+
+RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2})
+
+
+# -- files ------------------------------------------------------------------------------------
+def read_run(path: Path) -> dict[str, Any]:
+    """One ``run.json`` as a plain dict of the current version (upgraded, not validated).
+
+    Raises OSError (unreadable), ValueError (not JSON, not an object) or
+    :class:`~interop_runner.errors.SchemaError` (a newer or unknown version; one line naming
+    the file and the versions).
+    """
+    return read_document(path, RUN_SCHEMA)
+
+
+def read_run_versioned(path: Path) -> tuple[dict[str, Any], int]:
+    """As :func:`read_run`, with the schema version the record was written with."""
+    return read_document_versioned(path, RUN_SCHEMA)
+
+
+def load_run(path: Path) -> RunRecord:
+    """One ``run.json`` as a validated :class:`RunRecord` (StoreError when it does not fit)."""
+    return RunRecord.from_dict(read_run(path), path)
+
+
+def write_run(directory: Path, record: RunRecord) -> Path:
+    """Store a run record as ``run.json`` in its attempt directory; never overwrites."""
+    path = directory / "run.json"
+    write_json_atomic(path, record.to_dict())
+    return path
+
+
+def stored_attempts(rep_dir: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(attempt number, upgraded run.json contents) of the attempts stored for one repetition.
+
+    Unreadable records are left out (resume runs the repetition again); a record of a newer
+    version raises :class:`~interop_runner.errors.SchemaError`.
+    """
+    out = []
+    for p in rep_dir.glob("attempt-*/run.json") if rep_dir.is_dir() else []:
+        number = p.parent.name.split("-", 1)[1]
+        if number.isdigit():
+            try:
+                out.append((int(number), read_run(p)))
+            except (OSError, ValueError):
+                continue
+    return sorted(out, key=lambda item: item[0])
