@@ -254,7 +254,9 @@ def bookkeeping(campaign: Campaign) -> dict[str, Any]:
         "attempts": f"{len(frame)} ({', '.join(f'{k} {v}' for k, v in counts.items() if v)})"
         if len(frame) else "0",
         "planned runs": meta.get("planned_runs"),
-        "order / seed": f"{plan.get('order', '-')} / {plan.get('seed', '-')}" if plan else None,
+        # campaigns from before sweeps ran in sequence without a seed: nothing to show
+        "order / seed": f"{plan.get('order', '-')} / {plan['seed']}"
+        if plan and plan.get("seed") is not None else None,
         "runner": f"{runner.get('package', '?')} commit {commit}"
                   + (" (dirty)" if runner.get("dirty") else ""),
     }
