@@ -6,7 +6,9 @@ import os
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import pytest
 
@@ -14,6 +16,36 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TESTBED_FILE = ROOT / "configs" / "testbeds" / "local.yml"
+
+
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.05,
+               what: str = "the condition",
+               retry_on: tuple[type[Exception], ...] = (OSError, ValueError, LookupError)) -> T:
+    """Poll ``predicate`` until it returns a true value (returned) or fail the test after
+    ``timeout`` s with a message naming ``what`` it waited for.
+
+    Use this instead of a fixed sleep before an assertion: it is as fast as the machine
+    allows and does not fail on a slow one; ``timeout`` only bounds a hang. An exception in
+    ``retry_on`` raised by the predicate (e.g. a file that does not exist yet) counts as "not
+    yet"; the last one is named in the failure.
+    """
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except retry_on as exc:  # not there yet
+            last = exc
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last!r})" if last is not None else ""
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}{detail}",
+                        pytrace=False)
+        time.sleep(interval)
 
 
 def write(path: Path, text: str) -> Path:
@@ -96,8 +128,6 @@ def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
 
 def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
     """Processes in the namespace other than sshd (listener and session processes)."""
-    import time
-
     from interop_runner.testbed import local
 
     node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT

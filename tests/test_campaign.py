@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from interop_runner.measure.campaign import Campaign
 from interop_runner.config.campaign import load_campaign
 from interop_runner.measure.attempt import Attempt
 
-from .conftest import ROOT, TESTBED_FILE, namespace_pids, stray_processes, write
+from .conftest import ROOT, TESTBED_FILE, stray_processes, wait_until, write
 
 SIZE = 50 * 2**20
 
@@ -54,6 +52,14 @@ def assert_nodes_clean(testbed) -> None:
         assert leftovers == [], f"scratch files left on {node.role}: {leftovers}"
         runs = Path(node.workdir) / "runs"
         assert not runs.exists() or list(runs.iterdir()) == []
+
+
+def receiving(tmpdir: str, proc: subprocess.Popen[str] | None = None) -> bool:
+    """True once a client download under the client's ``tmpdir`` has bytes: the transfer
+    runs. With ``proc`` (a runner started by the test), a runner that ended first fails."""
+    if proc is not None:
+        assert proc.poll() is None, proc.communicate()
+    return any(f.stat().st_size > 0 for f in Path(tmpdir).glob("*/downloads/*"))
 
 
 def default_sigint() -> None:
@@ -173,11 +179,14 @@ def pd_isna(value) -> bool:
 
 @pytest.mark.usefixtures("local_testbed")
 def test_client_timeout_becomes_timeout_record(tmp_path, local_testbed):
+    # 64 MiB through a 200 Mbit/s tbf lasts >= 2.6 s however fast the machine: the 0.5 s
+    # client timeout always fires first
     cfg_path = campaign(tmp_path, """name: slow
-file_size: 256MiB
+file_size: 64MiB
 repetitions: 1
 timeouts: {client: 0.5}
 pairs: [{server: quic-go, client: quic-go}]
+server_knobs: {rate: 200mbit}
 """)
     (rec,) = execute(cfg_path, tmp_path).records
     assert rec.status == "timeout" and "0.5 s" in rec.reason
@@ -187,27 +196,22 @@ pairs: [{server: quic-go, client: quic-go}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_ctrl_c_mid_run_leaves_nothing_running(tmp_path, local_testbed):
+    # 256 MiB through a 200 Mbit/s tbf: the transfer lasts >= 10 s however fast the machine,
+    # so Ctrl-C lands inside the first one
     cfg = campaign(tmp_path, """name: interrupted
-file_size: 1GiB
+file_size: 256MiB
 repetitions: 3
 pairs: [{server: quic-go, client: quic-go}]
+server_knobs: {rate: 200mbit}
 """)
+    client_tmp = local_testbed.node("client")[1].tmpdir
     proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "run", str(cfg),
                              "--results-dir", str(tmp_path / "results"), "--no-progress"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_sigint)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # wait until the client transfers
-            client_cmds = [Path(f"/proc/{p}/cmdline").read_bytes()
-                           for p in namespace_pids("qir-client") if os.path.exists(f"/proc/{p}")]
-            if any(b"quic-go/bin/client" in c for c in client_cmds):
-                break
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.1)
-        else:
-            pytest.fail("the client never started")
-        time.sleep(0.5)
+        wait_until(lambda: receiving(client_tmp, proc), timeout=300, interval=0.1,
+                   what="the client to receive data")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -303,10 +307,13 @@ def test_port_already_in_use_fails_clearly(tmp_path, local_testbed):
 
     _, node = local_testbed.node("server")
     squatter = SSHExecutor("server", ssh_target(node.ssh))
+    # holds the port for the whole campaign (the scenario), until stopped below
     proc = squatter.start(["python3", "-c", "import socket,time; s=socket.socket(socket.AF_INET,"
                            "socket.SOCK_DGRAM); s.bind(('0.0.0.0', 4433)); time.sleep(60)"],
                           stdout=f"{node.workdir}/squat.out", stderr=f"{node.workdir}/squat.err")
     try:
+        wait_until(lambda: squatter.run(["ss", "-Hlun", "sport = :4433"], timeout=10).stdout,
+                   timeout=30, what="the squatter to bind UDP port 4433")
         cfg_path = campaign(tmp_path, """name: busy
 file_size: 1MiB
 repetitions: 1

@@ -18,8 +18,8 @@ from interop_runner.config.knobs import DEFAULT_SOCKET_BUFFER
 from interop_runner.measure.attempt import Attempt
 from interop_runner.storage.store import iter_run_files, read_run
 
-from .conftest import ROOT
-from .test_campaign import assert_nodes_clean, campaign, default_sigint, run_cli
+from .conftest import ROOT, wait_until
+from .test_campaign import assert_nodes_clean, campaign, default_sigint, receiving, run_cli
 
 SWEEP = """name: sweep
 file_size: 2MiB
@@ -180,21 +180,23 @@ def test_knobs_are_applied_recorded_and_restored_after_a_failure(tmp_path, local
 @pytest.mark.usefixtures("local_testbed")
 def test_knobs_are_restored_after_sigint(tmp_path, local_testbed):
     before = host_state()
+    # 400 MiB through the 400 Mbit/s tbf of KNOBS: the transfer lasts >= 8 s however fast
+    # the machine, so Ctrl-C lands inside it
     cfg = campaign(tmp_path, KNOBS.format(size="400MiB"))
+    client_tmp = local_testbed.node("client")[1].tmpdir
     proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "run", str(cfg),
                              "--results-dir", str(tmp_path / "results"), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             preexec_fn=default_sigint)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait until the transfer runs (knobs applied)
-        state = host_state()
-        if "tbf" in state["qir-server"] and list(
-                (tmp_path / "results").glob("*/*/goodput/1/attempt-1")):
-            break
-        time.sleep(0.2)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        # the knobs are applied and the transfer runs
+        wait_until(lambda: receiving(client_tmp, proc) and "tbf" in host_state()["qir-server"],
+                   timeout=300, interval=0.2, what="the transfer to run with the knobs applied")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == 130, err
     assert host_state() == before
     assert_nodes_clean(local_testbed)

@@ -139,7 +139,21 @@ def test_cli_validate_exit_codes(campaign_file, capsys):
     assert err == [f"error: {bad}: repetitons: unknown key 'repetitons' (did you mean 'repetitions'?)"]
 
 
+SHIPPED = ["ab.yml", "buffers.yml", "crypto.yml", "hardware.yml", "interop.yml", "local.yml",
+           "offload.yml", "pinning.yml", "profile.yml"]
+SHIPPED_TESTBEDS = ["example-baremetal.yml", "local-b.yml", "local.yml"]
+
+
 def test_shipped_configs_validate():
     root = Path(__file__).resolve().parent.parent / "configs"
-    for path in sorted(root.glob("*.yml")):
-        load_campaign(path)
+    paths = sorted(root.glob("*.yml"))
+    # the glob found the files (a moved folder must not make this test pass on nothing);
+    # a new config is validated too
+    assert set(SHIPPED) <= {p.name for p in paths}, paths
+    for path in paths:
+        cfg, testbed = load_campaign(path)
+        assert cfg.name and cfg.pair_list() and testbed.nodes, path
+    testbeds = sorted((root / "testbeds").glob("*.yml"))
+    assert set(SHIPPED_TESTBEDS) <= {p.name for p in testbeds}, testbeds
+    for path in testbeds:
+        assert {n.role for n in load_testbed(path).nodes.values()} == {"server", "client"}, path

@@ -1,12 +1,13 @@
 """LocalExecutor: same interface as the SSH executor (the SSH one is covered by the
 integration tests on the namespace testbed)."""
 
-import os
 import time
 
 import pytest
 
 from interop_runner.remote.executor import CommandFailed, CommandTimeout, LocalExecutor
+
+from .conftest import wait_until
 
 
 @pytest.fixture
@@ -49,13 +50,17 @@ def test_exit_code_and_check(ex):
 def test_timeout_kills_process_group(ex, tmp_path):
     pidfile = tmp_path / "child.pid"
     t0 = time.monotonic()
-    with pytest.raises(CommandTimeout):
+    with pytest.raises(CommandTimeout):  # `sleep 30`: a child that outlives the timeout
         ex.run(["sh", "-c", f'sleep 30 & echo $! > {pidfile}; wait'], timeout=0.5)
     assert time.monotonic() - t0 < 5
     child = int(pidfile.read_text())
-    time.sleep(0.1)
-    assert not os.path.exists(f"/proc/{child}") or \
-        open(f"/proc/{child}/stat").read().split()[2] == "Z"
+
+    def gone() -> bool:  # reaped, or a zombie waiting for its parent
+        try:
+            return open(f"/proc/{child}/stat").read().split()[2] == "Z"
+        except FileNotFoundError:
+            return True
+    wait_until(gone, timeout=10, what=f"the backgrounded child {child} to be killed")
 
 
 def test_background_start_wait_stop(ex, tmp_path):
@@ -66,6 +71,7 @@ def test_background_start_wait_stop(ex, tmp_path):
     assert open(out).read() == "hi\n" and open(err).read() == "ho\n"
     assert ex.poll(proc) == 5
 
+    # the scenario: a group (shell and a grandchild) that runs until it is stopped
     proc = ex.start(["sh", "-c", "sleep 60 & sleep 60"], stdout=out, stderr=err)
     assert ex.poll(proc) is None and ex.alive(proc)
     with pytest.raises(CommandTimeout):
@@ -76,12 +82,11 @@ def test_background_start_wait_stop(ex, tmp_path):
 
 def test_stop_escalates_to_kill(ex, tmp_path):
     out = str(tmp_path / "o")
+    # the scenario: a group that ignores TERM and runs until it is killed
     proc = ex.start(["sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"],
                     stdout=out, stderr=out + ".err")
-    deadline = time.monotonic() + 20  # until the trap is installed, however slow the machine
-    while not os.path.exists(out) or open(out).read() != "ready\n":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until(lambda: open(out).read() == "ready\n", timeout=20, interval=0.01,
+               what="the TERM trap to be installed ('ready' printed)")
     t0 = time.monotonic()
     ex.stop(proc, grace=1)
     assert not ex.alive(proc)
@@ -111,16 +116,13 @@ def test_stop_many_with_sigint(ex, tmp_path):
     prog = ("import signal, sys, time\n"
             "signal.signal(signal.SIGINT, lambda *a: (print('got-int', flush=True), sys.exit(7)))\n"
             "print('ready', flush=True)\n"
-            "time.sleep(60)\n")
+            "time.sleep(60)\n")  # runs until stopped: the scenario, not a wait
     procs = [ex.start(["python3", "-c", prog], stdout=str(tmp_path / f"o{i}"),
                       stderr=str(tmp_path / f"e{i}")) for i in range(2)]
     done = ex.start(["true"], stdout=str(tmp_path / "d"), stderr=str(tmp_path / "de"))
     ex.wait(done, timeout=5)
-    deadline = time.monotonic() + 20  # until both handlers are installed, however slow
-    while not all((tmp_path / f"o{i}").exists() and (tmp_path / f"o{i}").read_text() == "ready\n"
-                  for i in range(2)):
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until(lambda: all((tmp_path / f"o{i}").read_text() == "ready\n" for i in range(2)),
+               timeout=20, interval=0.01, what="both SIGINT handlers to be installed")
     codes = ex.stop_many([*procs, done], grace=3, sig="INT")
     assert codes == [7, 7, 0]
     assert all(not ex.alive(p) for p in procs)

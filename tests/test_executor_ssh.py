@@ -12,7 +12,7 @@ from interop_runner.remote.executor import CommandFailed, CommandTimeout
 from interop_runner.remote.ssh import SSHExecutor
 from interop_runner.testbed.node import ssh_target
 
-from .conftest import kill_ssh_sessions, stray_processes
+from .conftest import kill_ssh_sessions, stray_processes, wait_until
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_runs_inside_the_node(server):
 
 def test_timeout_kills_remote_process_group(server):
     t0 = time.monotonic()
-    with pytest.raises(CommandTimeout):
+    with pytest.raises(CommandTimeout):  # a group that outlives the timeout: the scenario
         server.run(["sh", "-c", "sleep 100 & sleep 100"], timeout=0.5)
     assert time.monotonic() - t0 < 5
     assert stray_processes("qir-server") == []
@@ -47,10 +47,12 @@ def test_timeout_kills_remote_process_group(server):
 def test_background_over_ssh(server):
     server.run(["mkdir", "-p", "/var/tmp/qir/server/t"], timeout=10)
     out = "/var/tmp/qir/server/t/bg.out"
+    # the scenario: a group (shell and a grandchild) that runs until it is stopped
     proc = server.start(["sh", "-c", "echo started; sleep 100 & sleep 100"], stdout=out,
                         stderr=out + ".err")
     assert server.poll(proc) is None and server.alive(proc)
-    time.sleep(0.2)
+    wait_until(lambda: server.read_text(out) == "started\n", timeout=20,
+               what=f"'started' in {out}")
     assert server.read_text(out) == "started\n"
     server.stop(proc, grace=2)
     assert not server.alive(proc)
@@ -106,7 +108,7 @@ def test_sftp_transfer_cut_midway_reconnects_and_completes(server, tmp_path, dir
             if done > size // 4:
                 seen["killed"] = kill_ssh_sessions("qir-server", signal.SIGKILL)
                 return
-            time.sleep(0.005)
+            time.sleep(0.005)  # poll interval (bounded by the deadline above)
 
     # a second connection watches the remote file grow (it is cut as well)
     server_probe = SSHExecutor("probe", server.target) if direction == "put" else None

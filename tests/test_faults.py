@@ -114,13 +114,17 @@ class Injector(threading.Thread):
                     if self.needle in cmdline(pid):
                         seen.add(pid)
                         if len(seen) == self.nth:
+                            # the scenario: the fault hits a process that has run `delay` s.
+                            # Not a race: fault_config sizes every transfer by a rate limit
+                            # (32 MiB through a 200 Mbit/s tbf lasts >= 1.3 s, whatever the
+                            # CPU), so the process is still there (checked just below)
                             time.sleep(self.delay)
                             if self.needle not in cmdline(pid):
                                 raise AssertionError("the process ended before the fault")
                             self.action(pid)
                             self.fired = True
                             return
-                time.sleep(0.02)
+                time.sleep(0.02)  # poll interval (bounded by the deadline above)
         except BaseException as exc:  # reported by the test
             self.error = exc
 
@@ -303,7 +307,7 @@ def test_sshd_stopped_mid_transfer_reconnects(tmp_path, reliability, monkeypatch
 
     def stop_sshd(pid: int) -> None:
         kill_pids(sshd_processes("qir-client"))
-        time.sleep(3)
+        time.sleep(3)  # the scenario: the node's sshd is away for 3 s
         local.up()  # starts the node's sshd again
 
     inj = start_injector("qir-client", CLIENT_BIN, 2, stop_sshd)
@@ -366,7 +370,7 @@ def test_management_link_down_and_up(tmp_path, reliability, monkeypatch):
         try:
             # the node forgets the connection meanwhile: the runner must open a new one
             kill_ssh_sessions("qir-server")
-            time.sleep(2)
+            time.sleep(2)  # the scenario: the link is down for 2 s
         finally:
             link(local.SERVER.host_if, "up")
 
@@ -464,7 +468,7 @@ def test_client_disk_fills_up_mid_transfer(tmp_path, reliability, small_disk):
 
     def fill(pid: int) -> None:  # full until this client has given up, then freed again
         in_client("sh", "-c", 'head -c 40m /dev/zero >"$0" || true', ballast)
-        while CLIENT_BIN in cmdline(pid):
+        while CLIENT_BIN in cmdline(pid):  # until the client gave up (bounded: timeouts.client)
             time.sleep(0.02)
         in_client("rm", "-f", ballast)
 

@@ -12,6 +12,7 @@ def test_summary_of_captured_node():
     assert {"uname", "lscpu", "ethtool-i", "ethtool-k", "sysctl", "qdisc"} <= set(sections)
     facts = summarize_facts(sections)
     assert facts["cores"] == 2 and facts["sockets"] == 1 and facts["threads_per_core"] == 1
+    assert facts["online_cpus"] == "0,1"  # lscpu's On-line CPU(s) list
     assert facts["cpu_model"] == "AMD EPYC"
     assert facts["numa_nodes"] == 1 and facts["numa_cpus"] == {"node0": "0,1"}
     assert facts["nic_driver"] == "veth" and facts["nic_speed_mbps"] == 10000
@@ -38,3 +39,15 @@ def test_bare_metal_style_sections():
                               "current_tx": 511}
     assert facts["nic_numa_node"] == 2 and facts["irq_affinity"] == {"120": "16", "121": "17"}
     assert facts["governor"] == "performance" and facts["nic_speed_mbps"] == 10000
+
+
+def test_online_cpus_from_lscpu_else_nproc():
+    def online(*lines: str) -> str | None:
+        return summarize_facts(split_sections("\n".join([*lines, ""])))["online_cpus"]
+
+    assert online("=== nproc ===", "64", "=== lscpu ===",
+                  "On-line CPU(s) list:   0-31,64-95") == "0-31,64-95"
+    # no lscpu (or no list in it, or one that is not a CPU list): nproc's count
+    assert online("=== nproc ===", "4", "=== lscpu ===", "lscpu: command not found") == "0-3"
+    assert online("=== nproc ===", "1", "=== lscpu ===", "On-line CPU(s) list: ?") == "0"
+    assert online("=== uname ===", "Linux vm 6.1") is None  # neither: not known, never "0"

@@ -17,7 +17,7 @@ from interop_runner.errors import NodeBusy
 from interop_runner.remote.lease import Lease, holder, owner_line
 from interop_runner.testbed.node import Node
 
-from .conftest import ROOT, TESTBED_FILE, stray_processes, write
+from .conftest import ROOT, TESTBED_FILE, stray_processes, wait_until, write
 
 
 def test_second_lease_is_refused_naming_the_holder(tmp_path):
@@ -52,7 +52,7 @@ def test_the_lease_ends_with_the_runner_that_held_it(tmp_path):
             "from interop_runner.remote.executor import LocalExecutor;"
             "from interop_runner.remote.lease import Lease;"
             "Lease(LocalExecutor('n'), sys.argv[2], 'killed runner').take();"
-            "print('held', flush=True); time.sleep(600)")
+            "print('held', flush=True); time.sleep(600)")  # holds it until killed below
     proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT), str(tmp_path / "w")],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
@@ -73,6 +73,7 @@ def test_a_waiting_runner_gets_the_lease_once_the_holder_releases_it(tmp_path):
     first.take()
     import threading
 
+    # the scenario: the holder releases after 1 s; the waiter cannot have it any earlier
     timer = threading.Timer(1.0, first.release)
     timer.start()
     second = Lease(ex, str(tmp_path / "w"), "second")
@@ -124,9 +125,8 @@ pairs: [{{server: quic-go, client: quic-go}}]
     # closing the connection gave the lease up: the next runner finds it free
     probe = Node.connect(name, cfg, "probe")
     try:
-        deadline = time.monotonic() + 10
-        while probe.lease_holder() is not None and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: probe.lease_holder() is None, timeout=10, interval=0.1,
+                   what="the closed connection's lease to end")
         assert probe.lease_holder() is None
     finally:
         probe.close()
@@ -140,7 +140,7 @@ def test_restore_kills_what_a_killed_runner_left_running(tmp_path, local_testbed
     node = Node.connect(name, cfg, "killed_20261123T000000Z")
     try:
         node.run(["mkdir", "-p", f"{cfg.tmpdir}/killed_20261123T000000Z"])
-        bg = node.executor.start(["sleep", "300"],
+        bg = node.executor.start(["sleep", "300"],  # a group left running: the scenario
                                  stdout=f"{cfg.tmpdir}/killed_20261123T000000Z/out",
                                  stderr=f"{cfg.tmpdir}/killed_20261123T000000Z/err")
         assert node.executor.alive(bg)

@@ -33,6 +33,28 @@ def texts(fig: Figure) -> str:
     return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
 
 
+def bar_heights(ax) -> list[float]:
+    """Heights of the drawn bars, sorted (legend-only placeholders of height 0 left out)."""
+    return sorted(float(p.get_height()) for p in ax.patches if p.get_height())
+
+
+def line_data(ax, label: str) -> tuple[list[float], list[float]]:
+    """x and y of the line with this legend label."""
+    (line,) = [ln for ln in ax.lines if ln.get_label() == label]
+    return [float(x) for x in line.get_xdata()], [float(y) for y in line.get_ydata()]
+
+
+# what each view says about attempts without goodput (_buffers() without goodput_mbps)
+NO_DATA_FOR = {"buffer_sweep": "no data for goodput",
+               "crypto": "no data for cipher (params.cipher)",
+               "interop_heatmap": "no data for goodput",
+               "perf_categories": "no data for perf categories (perf monitor)",
+               "hardware": "no data for testbed",
+               "offloads": "no data for an offload preset axis (knobs.offload)",
+               "pinning": "no data for a pinning axis (server_knobs.pin / client_knobs.pin)",
+               "bottlenecks": "no data for bottleneck labels"}
+
+
 def rows(**common):
     """Factory of attempt rows: rows(server="q")(goodput, **more)."""
     def make(goodput, status="ok", **more):
@@ -82,8 +104,17 @@ def test_buffer_sweep_values_and_knee():
     assert set(q["knee_distribution"].iloc[0]) == {"4x", "8x"}
     t = table[table["server"] == "t"]
     assert t["median"].tolist() == [10.0, 20.0] and set(t["knee_x"]) == {"2x"}
-    assert len(fig.axes) == 3 and all(len(ax.lines) > 0 for ax in fig.axes)
-    assert artists(fig) > 0
+    assert len(fig.axes) == 3
+    # the plotted lines hold the table's values: medians, packets sent, drops per buffer
+    assert line_data(fig.axes[0], "q") == ([1.0, 2.0, 4.0, 8.0, 16.0],
+                                           [50.0, 80.0, 96.0, 100.0, 100.0])
+    assert line_data(fig.axes[0], "t") == ([1.0, 2.0], [10.0, 20.0])
+    assert line_data(fig.axes[1], "q")[1] == [5000.0, 4000.0, 3000.0, 2000.0, 1000.0]
+    assert line_data(fig.axes[2], "q")[1] == pytest.approx([100.0, 50.0, 100 / 3, 25.0, 20.0])
+    # the knees as vertical lines: 4x for q, 2x for t
+    knees = sorted(float(ln.get_xdata()[0]) for ln in fig.axes[0].lines
+                   if list(ln.get_ydata()) == [0, 1])
+    assert knees == [2.0, 4.0]
 
 
 def test_buffer_sweep_axis_by_path_in_campaign_json(tmp_path):
@@ -125,7 +156,9 @@ def test_crypto_modes_quic_and_tcp():
     assert got[("tcp-tls", "AES-128-GCM (no AES-NI)")].median == 2000.0
     assert set(table.loc[table["server"] == "tcp-tls", "stack"]) == {"TCP/TLS"}
     assert set(table.loc[table["server"] == "q", "stack"]) == {"QUIC"}
-    assert len(fig.axes[0].patches) == 5 and artists(fig) > 0  # one bar per cell with a value
+    assert len(fig.axes) == 1 and len(fig.axes[0].patches) == 5  # one bar per cell with a value
+    assert bar_heights(fig.axes[0]) == [500.0, 990.0, 1100.0, 2000.0, 3000.0]  # the medians
+    assert texts(fig) == "1 failed"
 
 
 def test_interop_heatmap_medians_and_failures():
@@ -142,6 +175,8 @@ def test_interop_heatmap_medians_and_failures():
     assert got.loc[("b", "a"), "label"] == "unsupported" and got.loc[("b", "a"), "n"] == 0
     assert got.loc[("b", "b"), "timeout"] == 1
     assert len(fig.axes[0].images) == 1 and "n/s" in texts(fig)
+    cells = fig.axes[0].images[0].get_array()
+    assert cells[0].tolist() == [200.0, 60.0] and cells.mask[1].all()  # b: no median
 
 
 def test_perf_categories_from_every_source(tmp_path):
@@ -161,7 +196,7 @@ def test_perf_categories_from_every_source(tmp_path):
     assert got.loc[("q", "server", "Packet I/O"), "median_share"] == pytest.approx(0.9)
     assert got.loc[("q", "server", "Packet I/O"), "attempts"] == 2
     assert table["category"].tolist() == ["Packet I/O", "Crypto"]  # the paper's order
-    assert len(fig.axes[0].patches) == 2
+    assert [round(p.get_width(), 6) for p in fig.axes[0].patches] == [0.9, 0.1]  # mean shares
     wide = frame([rows()(10.0, server_perf_packet_io_share=0.75,
                          server_perf_crypto_share=0.25, client_perf_io_share=1.0)])
     table, _ = perf_categories(wide)
@@ -191,6 +226,8 @@ def test_hardware_normalised_to_the_lowest_max_frequency():
     assert got.loc["fast", "median_normalised"] == pytest.approx(3000.0 * 2200 / 3300)
     assert got.loc["slow", "median_normalised"] == 1100.0
     assert all(len(ax.patches) == 2 for ax in fig.axes[:2])
+    assert bar_heights(fig.axes[0]) == [1100.0, 3000.0]  # medians
+    assert bar_heights(fig.axes[1]) == [1100.0, 2000.0]  # normalised to 2200 MHz
 
 
 def test_hardware_facts_from_testbed_files(tmp_path):
@@ -236,6 +273,10 @@ def test_offloads_presets_with_cpu():
     assert (udp["n"], udp["failures"]) == (0, 1)
     assert got.loc[("tcp-tls", "all-on, app GSO on"), "stack"] == "TCP/TLS"
     assert len(fig.axes) == 2 and len(fig.axes[1].collections) == 2  # client and server CPU
+    assert bar_heights(fig.axes[0]) == [1000.0, 1000.0, 1500.0, 4000.0]  # the medians
+    cpu = {c.get_label(): sorted(y for _, y in c.get_offsets().tolist())
+           for c in fig.axes[1].collections}
+    assert cpu == {"client CPU": [82.0, 90.0, 92.0], "server CPU": [96.0]}
 
 
 def test_pinning_means_and_deviation_from_the_mean():
@@ -277,7 +318,12 @@ def test_bottlenecks_per_cell():
     assert (first["attempts"], first["ok"], first["failures"]) == (4, 3, 1)
     assert (first["client_cpu"], first["receive_buffer_drops"]) == (2, 1)
     assert first["most_common"] == "client_cpu" and first["share"] == pytest.approx(2 / 3)
-    assert len(fig.axes[0].patches) > 0
+    # stacked shares per row (1x, 2x, 16x): link_rate, receive_buffer_drops, client_cpu,
+    # not ok, in that order
+    widths = [round(p.get_width(), 6) for p in fig.axes[0].patches]
+    assert widths == [0.0, 1.0, 1.0, 0.25, 0.0, 0.0, 0.5, 0.0, 0.0, 0.25, 0.0, 0.0]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
+        "q [rmem=1x]", "q [rmem=2x]", "q [rmem=16x]"]
 
 
 def test_goodput_over_time_from_ifstat(tmp_path):
@@ -292,7 +338,9 @@ def test_goodput_over_time_from_ifstat(tmp_path):
     assert table["t_s"].tolist() == [0.0, 1.0, 2.0]  # over midnight
     assert table["rate_mbps"].tolist() == pytest.approx([1024.0, 2048.0, 512.0])  # Kibit/s
     assert set(table["role"]) == {"client"} and set(table["pair"]) == {"quic-go"}
-    assert len(fig.axes[0].lines) >= 1
+    (line,) = [ln for ln in fig.axes[0].lines if len(ln.get_xdata())]  # the one series
+    assert [float(x) for x in line.get_xdata()] == [0.0, 1.0, 2.0]
+    assert [float(y) for y in line.get_ydata()] == pytest.approx([1024.0, 2048.0, 512.0])
 
 
 def test_the_real_sample_through_every_view():
@@ -317,15 +365,26 @@ def test_the_real_sample_through_every_view():
 def test_every_view_degrades_on_an_empty_frame(view):
     table, fig = view(pd.DataFrame())
     assert isinstance(table, pd.DataFrame) and table.empty and len(table.columns) > 0
-    assert isinstance(fig, Figure) and "no data for" in texts(fig) and artists(fig) > 0
+    assert isinstance(fig, Figure) and len(fig.axes) == 1 and artists(fig) == 1
+    assert texts(fig).startswith("no data for ")
+
+
+def test_no_data_messages_cover_every_view():
+    assert set(NO_DATA_FOR) == {v.__name__ for v in VIEWS}
 
 
 @pytest.mark.parametrize("view", VIEWS, ids=lambda v: v.__name__)
 def test_every_view_survives_missing_goodput_and_draws(view, tmp_path):
+    """Attempts without goodput: no rows (nothing measured is never a 0) and the view's
+    "no data" figure, which renders."""
     data = _buffers().drop(columns=["goodput_mbps"])
     table, fig = view(data)
-    assert isinstance(table, pd.DataFrame) and isinstance(fig, Figure)
+    assert table.empty
+    assert list(table.columns) == list(view(pd.DataFrame())[0].columns)  # the same schema
+    assert len(fig.axes) == 1 and artists(fig) == 1
+    assert texts(fig) == NO_DATA_FOR[view.__name__]
     fig.savefig(tmp_path / "out.png")  # renders without pyplot
+    assert (tmp_path / "out.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_analysis_and_report_never_import_the_executor():
