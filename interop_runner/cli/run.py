@@ -14,7 +14,7 @@ from interop_runner.errors import SchemaError, UserError
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
-    from interop_runner.config.campaign import CampaignConfig, TestbedConfig
+    from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig
     from interop_runner.measure.campaign import Campaign, CampaignResult
     from interop_runner.measure.plan import PlannedRun
 
@@ -159,7 +159,7 @@ def _campaign(args: argparse.Namespace, cfg: "CampaignConfig", testbeds: "list[T
 
     campaign = Campaign(cfg, testbeds, results_root, keep_files=args.keep_files or None,
                         resume=args.resume)
-    campaign.trusted_before = probe_nodes(testbeds, cfg.timeouts.command)
+    campaign.trusted_before = probe_nodes(testbeds, cfg, cfg.timeouts.command)
     if campaign.skipped:
         print(f"resuming {args.resume}: {campaign.skipped} run(s) already stored, "
               f"{len(campaign.runs)} to go", file=sys.stderr)
@@ -225,28 +225,41 @@ def undecided_cells(cfg: "CampaignConfig") -> "Callable[[Path], set[tuple[str, s
     return undecided
 
 
-def probe_nodes(testbeds: "list[TestbedConfig]", timeout: float
+def probe_nodes(testbeds: "list[TestbedConfig]", cfg: "CampaignConfig", timeout: float
                 ) -> dict[str, list[dict[str, str]]]:
-    """Open and close an SSH connection to every node before a campaign directory exists, so
-    an unreachable host, a wrong host key or a node another runner is using (its lease) is a
-    one-line error that leaves nothing behind.
+    """Connect to every node before a campaign directory exists, so an unreachable host, a
+    wrong host key, a node another runner is using (its lease) or a knob the node cannot have
+    (CPUs it lacks, from its host facts) is a one-line error that leaves nothing behind.
     Returns the host keys accepted on first use, per testbed, for campaign.json."""
+    from interop_runner.measure.preflight import check_knobs_on_nodes
+
+    trusted: dict[str, list[dict[str, str]]] = {}
+    facts: list[tuple[str, str, dict[str, Any]]] = []
+    for testbed in testbeds:
+        for name, node_cfg in testbed.nodes.items():
+            keys, node_facts = _probe_node(testbed, name, node_cfg, timeout)
+            trusted.setdefault(testbed.name, []).extend(keys)
+            facts.append((name, node_cfg.role, node_facts))
+    check_knobs_on_nodes(cfg, facts)
+    return trusted
+
+
+def _probe_node(testbed: "TestbedConfig", name: str, node_cfg: "NodeConfig", timeout: float
+                ) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """(host keys trusted on first use, host facts) of one node; NodeBusy when another
+    runner holds its lease."""
     from interop_runner.errors import ConnectError, NodeBusy
     from interop_runner.testbed.node import Node
 
-    trusted: dict[str, list[dict[str, str]]] = {}
-    for testbed in testbeds:
-        for name, node_cfg in testbed.nodes.items():
-            try:
-                node = Node.connect(name, node_cfg, "probe", timeout)
-            except ConnectError as exc:
-                raise TestbedUnreachable(f"testbed {testbed.name}: {exc}") from None
-            try:
-                trusted.setdefault(testbed.name, []).extend(node.trusted_host_keys)
-                busy = node.lease_holder()
-            finally:
-                node.close()
-            if busy:
-                raise NodeBusy(f"testbed {testbed.name}: {name}: {node_cfg.workdir} is in use "
-                               f"by {busy}; wait for it to finish or stop it first")
-    return trusted
+    try:
+        node = Node.connect(name, node_cfg, "probe", timeout)
+    except ConnectError as exc:
+        raise TestbedUnreachable(f"testbed {testbed.name}: {exc}") from None
+    try:
+        busy = node.lease_holder()
+        if busy:
+            raise NodeBusy(f"testbed {testbed.name}: {name}: {node_cfg.workdir} is in use by "
+                           f"{busy}; wait for it to finish or stop it first")
+        return list(node.trusted_host_keys), node.collect_facts()
+    finally:
+        node.close()
