@@ -341,6 +341,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
 
     root = tmp_path / "impls"
     shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "quic-go")
+    shutil.copytree(IMPLEMENTATIONS_DIR / "_shared", root / "_shared")
     broken = root / "broken"
     broken.mkdir()
     (broken / "meta.yml").write_text("name: broken\nversion: '1'\nroles: [server, client]\n"

@@ -602,6 +602,7 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
     root = tmp_path / "impls"
     shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "quic-go")
     shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "broken")
+    shutil.copytree(IMPLEMENTATIONS_DIR / "_shared", root / "_shared")
     meta_yml = root / "broken" / "meta.yml"
     meta_yml.write_text(meta_yml.read_text().replace("name: quic-go", "name: broken"))
     setup = root / "broken" / "setup"
