@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -138,12 +137,12 @@ def test_captured_error_output():
         load("ethtool-lo-err.txt")
 
 
-def test_speed_bnxt():
-    text = (DATA / "qir10g-lsquic-server-ethtool-start.txt").read_text()
-    t0 = time.perf_counter()
-    for _ in range(1000):
-        parse_ethtool_stats(text)
-    assert time.perf_counter() - t0 < 3.0  # ~0.15 s on the 2-core development VM
+def test_bnxt_snapshot_values():
+    """A whole bare-metal bnxt snapshot (its speed is a benchmark: bench/parsing.py)."""
+    stats = parse_ethtool_stats((DATA / "qir10g-lsquic-server-ethtool-start.txt").read_text())
+    assert len(stats.totals) == 226 and len(stats.per_queue) == 8
+    assert stats.totals["rx_64b_frames"] == 24114
+    assert stats.per_queue[2]["rx_ucast_packets"] == 68201
 
 
 def test_parsers_never_import_the_executor():
