@@ -25,6 +25,8 @@ __all__ = ["ROLES", "DirectoryFiles", "extract_role", "link_rate_mbps", "monitor
 EXTRACTION_ORDER = ("cpu", "sysfs", "ethtool", "nstat", "tc", "pidstat", "mpstat", "perf",
                     "tcpdump")
 _ORDERED: list[Monitor] = [{**ALWAYS, **MONITORS}[n] for n in EXTRACTION_ORDER]
+# column name -> role-prefixed name, per role (the same few hundred names recur every attempt)
+_FULL_NAMES: dict[str, dict[str, str]] = {role: {} for role in ROLES}
 
 
 class DirectoryFiles:
@@ -64,9 +66,12 @@ def extract_role(monitor: Monitor, inp: SideInput, cols: dict[str, Any], missing
     except (OSError, ValueError, KeyError, IndexError) as exc:
         missing.append(f"{where}: {type(exc).__name__}: {exc}")
         return
-    prefix = inp.role + "_"
+    names = _FULL_NAMES[inp.role]
     for name, value in values.items():
-        cols[prefix + name] = value
+        full = names.get(name)
+        if full is None:
+            full = names[name] = f"{inp.role}_{name}"
+        cols[full] = value
 
 
 def _status(run: dict[str, Any], role: str, monitor: str) -> str | None:
