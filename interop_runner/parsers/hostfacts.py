@@ -43,7 +43,7 @@ def _float(value: str | None) -> float | None:
 
 def _online_cpus(lscpu: dict[str, str], nproc: int | None) -> str | None:
     """The online CPUs as a CPU list (``0-3,8``): lscpu's ``On-line CPU(s) list``, else
-    ``0-<nproc - 1>`` (nproc counts the CPUs this process may use)."""
+    ``0-<n - 1>`` from the nproc section (the host's online CPUs: getconf _NPROCESSORS_ONLN)."""
     listed = lscpu.get("On-line CPU(s) list", "").replace(" ", "")
     if _CPULIST.match(listed):
         return listed

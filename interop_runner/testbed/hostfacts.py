@@ -12,7 +12,7 @@ FACTS_SCRIPT = r'''
 ifc=$1
 sec() { printf '=== %s ===\n' "$1"; }
 sec uname; uname -snrmv
-sec nproc; nproc
+sec nproc; getconf _NPROCESSORS_ONLN  # online CPUs of the host, whatever the affinity of this shell
 sec lscpu; LC_ALL=C lscpu 2>&1
 sec governor; cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor 2>/dev/null | sort | uniq -c
 sec topology; (lstopo-no-graphics --of console --no-io 2>/dev/null || true)
