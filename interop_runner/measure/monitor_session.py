@@ -95,7 +95,7 @@ class NodeMonitors:
     def start_context(self, pids: str | None = None) -> StartContext:
         """What the monitors' commands depend on for this node."""
         return StartContext(
-            iface=self.iface, port=self.port, role=self.role, perf_event=self.perf_event,
+            iface=self.iface, port=self.port, perf_event=self.perf_event,
             perf_frequency=self.options.perf.frequency,
             perf_call_graph=self.options.perf.call_graph,
             tcpdump_snaplen=self.options.tcpdump.snaplen,

@@ -7,7 +7,6 @@ the files. One :class:`Monitor` object per monitor lives in :mod:`.registry`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -57,7 +56,6 @@ class StartContext:
 
     iface: str
     port: int = 4433
-    role: str = "server"
     perf_event: str | None = None
     perf_frequency: int = 99
     perf_call_graph: str = "fp"
@@ -158,7 +156,3 @@ class Monitor:
             return []
         return [c.full_name(role) for c in self.columns if not c.family]
 
-
-def finite(value: float | None) -> bool:
-    """True for a real number (not None, NaN or infinite)."""
-    return value is not None and math.isfinite(value)
