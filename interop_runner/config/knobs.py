@@ -94,28 +94,33 @@ class Knobs(BaseModel):
         return out
 
 
+def cpu_ranges(text: str) -> list[tuple[int, int]]:
+    """``0-3,8`` -> [(0, 3), (8, 8)], without expanding the ranges (``0-4294967295`` is a
+    valid CPU list too)."""
+    out = []
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def format_cpu_ranges(ranges: list[tuple[int, int]]) -> str:
+    """[(0, 1), (2, 3), (8, 8)] -> ``0-3,8`` (overlapping and adjacent ranges merged)."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in merged)
+
+
 def parse_cpulist(text: str) -> list[int]:
     """``0-3,8`` -> [0, 1, 2, 3, 8]."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        cpus += list(range(int(lo), int(hi or lo) + 1))
-    return cpus
+    return [cpu for lo, hi in cpu_ranges(text) for cpu in range(lo, hi + 1)]
 
 
 def format_cpulist(cpus: list[int]) -> str:
     """[0, 1, 2, 3, 8] -> ``0-3,8``."""
-    parts: list[str] = []
-    run: list[int] = []
-    for cpu in sorted(set(cpus)):
-        if run and cpu == run[-1] + 1:
-            run.append(cpu)
-            continue
-        if run:
-            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [cpu]
-    if run:
-        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(parts)
+    return format_cpu_ranges([(cpu, cpu) for cpu in cpus])

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from interop_runner.config.campaign import CampaignConfig, variant_configs
-from interop_runner.config.knobs import format_cpulist, parse_cpulist
+from interop_runner.config.knobs import (cpu_ranges, format_cpu_ranges, format_cpulist,
+                                         parse_cpulist)
 from interop_runner.config.sweep import Variant
 from interop_runner.errors import PreflightError
 
@@ -35,32 +36,12 @@ def online_cpus(facts: dict[str, Any]) -> list[int] | None:
     return None
 
 
-def _ranges(cpulist: str) -> list[tuple[int, int]]:
-    """``0-3,8`` -> [(0, 3), (8, 8)], without expanding the ranges (``0-4294967295`` is
-    a valid CPU list too)."""
-    out = []
-    for part in cpulist.split(","):
-        lo, _, hi = part.partition("-")
-        out.append((int(lo), int(hi or lo)))
-    return out
-
-
-def _format_ranges(ranges: list[tuple[int, int]]) -> str:
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
-        else:
-            merged.append((lo, hi))
-    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in merged)
-
-
 def pin_problem(cpulist: str, online: list[int]) -> str | None:
     """Why ``cpulist`` (a taskset CPU list) cannot be used on a node with ``online`` CPUs;
     ``None`` when every CPU in it is online."""
     available = sorted(set(online))
     missing: list[tuple[int, int]] = []
-    for lo, hi in _ranges(cpulist):
+    for lo, hi in cpu_ranges(cpulist):
         if hi < lo:
             return f"CPU range {lo}-{hi} is empty (write it as {hi}-{lo})"
         cur = lo
@@ -73,8 +54,8 @@ def pin_problem(cpulist: str, online: list[int]) -> str | None:
     if not missing:
         return None
     count = sum(hi - lo + 1 for lo, hi in missing)
-    which = f"CPU {_format_ranges(missing)} does" if count == 1 else \
-        f"CPUs {_format_ranges(missing)} do"
+    which = f"CPU {format_cpu_ranges(missing)} does" if count == 1 else \
+        f"CPUs {format_cpu_ranges(missing)} do"
     return f"{which} not exist on this node (online CPUs {format_cpulist(available)})"
 
 
