@@ -19,7 +19,7 @@ from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, lo
 from interop_runner.analysis.frame import BASE_KEYS, COLUMNS, Chunk, pooled_chunks, split_rows
 from interop_runner.monitors import declared_columns
 from interop_runner.errors import StoreError
-from interop_runner.storage.campaign_record import read_campaign
+from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
 from interop_runner.storage.run_record import read_run_versioned
 from interop_runner.storage.store import STATUSES, iter_run_files, write_json_atomic
 
@@ -35,15 +35,6 @@ class _Context:
 
     hosts: dict[str, Any] = field(default_factory=dict)
     monitors: tuple[str, ...] = ()
-
-
-def _read_hosts(path: Path) -> dict[str, Any]:
-    """The ``hosts`` of a testbed-<name>.json (upgraded; {} when it cannot be read)."""
-    try:
-        hosts: dict[str, Any] = read_campaign(path).get("hosts") or {}
-        return hosts
-    except (OSError, ValueError, StoreError):
-        return {}
 
 
 def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, Any]:
@@ -173,12 +164,8 @@ def _campaign_context(campaign_dir: Path) -> _Context:
         meta = read_campaign(campaign_dir / "campaign.json")
     except (OSError, ValueError, StoreError):
         return _Context()
-    hosts = meta.get("hosts", {})
-    if meta.get("testbed_files"):  # several testbeds: facts per testbed, chosen per row
-        hosts = {"by_testbed": {name: _read_hosts(campaign_dir / file)
-                                for name, file in meta["testbed_files"].items()}}
     monitors = (meta.get("config") or {}).get("monitors") or []
-    return _Context(hosts if isinstance(hosts, dict) else {},
+    return _Context(hosts_of_campaign(meta, campaign_dir),
                     tuple(m for m in monitors if isinstance(m, str)))
 
 

@@ -198,6 +198,25 @@ def read_campaign(path: Path) -> dict[str, Any]:
     return read_document(path, CAMPAIGN_SCHEMA)
 
 
+def hosts_of_campaign(meta: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """The host facts of a campaign from its (read) ``campaign.json``: its ``hosts``, or for
+    several testbeds ``{"by_testbed": {name: hosts}}`` from the ``testbed-<name>.json`` files
+    in ``directory`` (``{}`` for a file that cannot be read)."""
+    files = meta.get("testbed_files")
+    if files:
+        return {"by_testbed": {name: _hosts_of(directory / file) for name, file in files.items()}}
+    hosts = meta.get("hosts")
+    return hosts if isinstance(hosts, dict) else {}
+
+
+def _hosts_of(path: Path) -> dict[str, Any]:
+    try:
+        hosts = read_campaign(path).get("hosts")
+    except (OSError, ValueError, StoreError):
+        return {}
+    return hosts if isinstance(hosts, dict) else {}
+
+
 def campaign_from_dict(data: dict[str, Any], source: Path | str = "campaign.json"
                        ) -> CampaignRecord:
     """The validated record of stored contents of any readable version (StoreError when

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 from interop_runner.errors import StoreError
-from interop_runner.storage.campaign_record import read_campaign
+from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
 
 # Host facts that make two campaigns incomparable when they differ (per node role).
 FACT_KEYS: tuple[str, ...] = ("cpu_model", "cores", "kernel", "nic_driver", "nic_speed_mbps",
@@ -77,16 +77,7 @@ def campaign_hosts(campaign_dir: Path | str) -> dict[str, Any]:
         meta = read_campaign(directory / "campaign.json")
     except (OSError, ValueError, StoreError):
         return {}
-    if meta.get("testbed_files"):
-        by = {}
-        for name, file in meta["testbed_files"].items():
-            try:
-                by[name] = read_campaign(directory / file).get("hosts", {})
-            except (OSError, ValueError, StoreError):
-                by[name] = {}
-        return {"by_testbed": by}
-    hosts: dict[str, Any] = meta.get("hosts") or {}
-    return hosts
+    return hosts_of_campaign(meta, directory)
 
 
 def facts_message(differences: Sequence[str], limit: int = 4) -> str:
