@@ -385,9 +385,10 @@ def _perf_rule_name(implementation: str) -> str:
 
 
 def _role_columns(side: str, role: str, impl: str, window: tuple[float, float] | None,
-                  tz: timezone, cols: dict[str, float], missing: list[str]) -> None:
+                  tz: timezone, cols: dict[str, float], missing: list[str]) -> bool:
     """The monitor columns of one role of a repetition, by the registered extractors where
-    the predecessor's files hold what ours do (ethtool, netstat -s as nstat, perf shares)."""
+    the predecessor's files hold what ours do (ethtool, netstat -s as nstat, perf shares).
+    True when perf ran for this role (a perf file is there)."""
     inp = SideInput(role, DirectoryFiles(side), window, impl, counter_format="netstat-s",
                     snapshot_names=("start", "stop"))
     extract_role(MONITORS["ethtool"], inp, cols, missing)
@@ -407,15 +408,17 @@ def _role_columns(side: str, role: str, impl: str, window: tuple[float, float] |
         else:
             missing.append(f"{role}.pidstat: {why}")
     perf = _perf_file(side)
-    if perf is not None:
-        try:
-            stacks = filter_comm(_perf_stacks(perf), _comm_filter(impl, role, commands))
-            shares = perf_share_columns(stacks, _perf_rule_name(impl))
-            if not shares:
-                missing.append(f"{role}.perf: no samples of the {role} process")
-            cols.update({f"{role}_{name}": share for name, share in shares.items()})
-        except (ParseError, OSError, ValueError) as exc:
-            missing.append(f"{role}.perf: {exc}")
+    if perf is None:
+        return False
+    try:
+        stacks = filter_comm(_perf_stacks(perf), _comm_filter(impl, role, commands))
+        shares = perf_share_columns(stacks, _perf_rule_name(impl))
+        if not shares:
+            missing.append(f"{role}.perf: no samples of the {role} process")
+        cols.update({f"{role}_{name}": share for name, share in shares.items()})
+    except (ParseError, OSError, ValueError) as exc:
+        missing.append(f"{role}.perf: {exc}")
+    return True
 
 
 def _repetition_row(rep_dir: Path | str, exp: _Experiment, pair: str, testcase: str,
@@ -463,11 +466,13 @@ def _repetition_row(rep_dir: Path | str, exp: _Experiment, pair: str, testcase: 
     window = (start_ns / 1e9, end_ns / 1e9) if start_ns and end_ns else None
     tz = _utc_offset(log.client_started, start_ns)
     cols: dict[str, float] = {}
+    perf = False
     for role in ROLES:
         impl = server if role == "server" else client
-        _role_columns(os.path.join(rep, role), role, impl, window, tz, cols, missing)
+        perf |= _role_columns(os.path.join(rep, role), role, impl, window, tz, cols, missing)
     row["monitors_missing"] = "; ".join(missing) or None
     row["_numeric"] = cols
+    row["_perf"] = perf  # which monitors ran: their columns exist in the frame
     return row
 
 
@@ -485,8 +490,7 @@ def _chunk(tasks: list[_Task], experiments: list[_Experiment]) -> Chunk:
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row["_numeric"]))
-    perf = any(_perf_file(os.path.join(path, role)) is not None
-               for *_, path in tasks for role in ROLES)
+    perf = any([row.pop("_perf") for row in rows])  # a list: every row loses its flag
     names.update(dict.fromkeys(declared_columns([*MONITORS_RUN, *(["perf"] if perf else [])])))
 
     numeric = list(names)
