@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.errors import ConfigError
+from interop_runner.errors import ConfigError, ConnectError, HostKeyError
 
 from interop_runner.config.campaign import SSHConfig, check_ssh_files, load_campaign_testbeds
-from interop_runner.errors import ConnectError, HostKeyError
 from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
 from interop_runner.remote.ssh import SSHExecutor
 from interop_runner.testbed.node import Node, ssh_target

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from interop_runner.errors import RegistryError
+from interop_runner.errors import ConfigError, RegistryError
 
 from interop_runner.config.implementations import ImplementationMeta, VariantSpec, load_registry, resolve
 from interop_runner.monitors import MONITORS as MONITOR_REGISTRY
@@ -23,7 +23,6 @@ from interop_runner.config.knobs import Knobs
 from interop_runner.config.params import StandardParams
 from interop_runner.config.sweep import Sweep, Variant, apply, variants
 from interop_runner.units import positive_size
-from interop_runner.errors import ConfigError
 
 DEFAULT_FILE_SIZE = 8 * 2**30
 MAX_FILE_SIZE = 2**50  # 1 PiB: the file lives on the nodes' tmpfs

@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interop_runner.errors import ConnectError, ExecutorError
+from interop_runner.errors import ConnectError, ExecutorError, KnobError
 
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.config.implementations import EXIT_UNSUPPORTED, ImplementationMeta
 from interop_runner.config.knobs import Knobs
-from interop_runner.errors import KnobError
 from interop_runner.testbed.knobs import KnobState, NodeKnobs
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.testbed.node import Node

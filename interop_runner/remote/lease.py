@@ -17,11 +17,10 @@ import os
 import socket
 from dataclasses import dataclass
 
-from interop_runner.errors import ExecutorError
+from interop_runner.errors import ExecutorError, NodeBusy
 
 from interop_runner.remote.executor import Executor, Held
 from interop_runner.storage.store import utc_now
-from interop_runner.errors import NodeBusy
 
 READY = "QIR-LEASED"
 BUSY_EXIT = 75  # EX_TEMPFAIL

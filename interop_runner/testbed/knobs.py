@@ -19,9 +19,8 @@ from typing import Any
 
 from interop_runner.config.knobs import (OFFLOAD_FEATURES, OFFLOAD_PRESETS, Knobs,
                                          format_cpulist, parse_cpulist)
-from interop_runner.errors import KnobError
+from interop_runner.errors import ExecutorError, KnobError
 from interop_runner.parsers.ethtool import parse_ethtool_features
-from interop_runner.errors import ExecutorError
 from interop_runner.remote.executor import Executor
 
 __all__ = ["Journal", "KnobError", "KnobState", "NodeKnobs"]

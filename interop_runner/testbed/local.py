@@ -38,10 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from interop_runner.errors import ExecutorError
+from interop_runner.errors import ExecutorError, TestbedError
 
 from interop_runner.remote.executor import LocalExecutor, Result
-from interop_runner.errors import TestbedError
 
 # --------------------------------------------------------------------------------------------
 # Names, addresses and paths
