@@ -71,8 +71,11 @@ def test_trust_on_first_use_is_off_by_default_and_parsed():
 
 def test_missing_known_hosts_is_fine_only_with_trust_on_first_use(tmp_path):
     missing = tmp_path / "nope" / "known_hosts"
+    key = write(tmp_path / "id_ed25519", "not read: only its existence is checked\n")
     for tofu in (False, True):
         tb = copied_testbed(tmp_path, missing, tofu, local=False)
+        # the key of the local testbed exists only while it is up: use one that always does
+        tb.write_text(tb.read_text().replace("key: /run/qir-testbed/id_ed25519", f"key: {key}"))
         cfg_path = write(tmp_path / "c.yml", f"testbed: {tb}\nname: x\nrepetitions: 1\n"
                                              "pairs: [{server: quic-go, client: quic-go}]\n")
         cfg, testbeds = load_campaign_testbeds(cfg_path)
