@@ -57,6 +57,10 @@ class NodeBusy(ExecutorError):
     """Another runner holds the node's lease."""
 
 
+class EngineError(ExecutorError):
+    """A node's Docker Engine is unreachable or refused a request (names node and request)."""
+
+
 class KnobError(QirError):
     """A knob cannot be applied on a node (the message names node and knob)."""
 

@@ -9,7 +9,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
           coreutils openssl python3 python3-venv git shellcheck ca-certificates
           sysstat linux-perf tcpdump ifstat hwloc-nox zstd iptables iputils-ping
-          chromium chromium-driver fonts-dejavu-core)
+          chromium chromium-driver fonts-dejavu-core docker.io mmdebstrap busybox-static)
 GO_MIN_MINOR=26
 
 log() { printf '[install] %s\n' "$*" >&2; }
@@ -39,6 +39,15 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Debian starts nginx/ssh after install where systemd runs; the runner starts its own instances.
+# The same holds for docker.io's docker.service and containerd.service: each local-testbed node
+# runs its own dockerd and containerd (interop_runner/testbed/local_docker.py), which never use
+# /var/run/docker.sock or /run/containerd, so whether the host's engine runs does not matter.
+# docker.io: the nodes' engines; mmdebstrap: base images (build-base-image.sh); busybox-static:
+# the test image of tests/test_testbed_docker.py (made offline).
+for tool in dockerd docker containerd runc mmdebstrap busybox; do
+  PATH=$PATH:/usr/sbin:/sbin command -v "$tool" >/dev/null ||
+    die "$tool not found although its package is installed (docker.io, containerd, runc, mmdebstrap, busybox-static)"
+done
 
 # Go toolchain for quic-go (needs Go >= 1.$GO_MIN_MINOR).
 go_bin=$(command -v go || true)

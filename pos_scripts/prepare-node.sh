@@ -28,12 +28,14 @@ PROG=prepare-node
 #  - monitors (interop_runner/monitors/) and host facts (interop_runner/testbed/hostfacts.py):
 #    ethtool, sysstat (mpstat, pidstat), ifstat, tcpdump, linux-perf, zstd, hwloc-nox
 #  - implementations: nginx + curl (tcp-tls), python3 + python3-venv (aioquic),
-#    ca-certificates (downloads), and every implementations/*/apt-packages entry
+#    ca-certificates (downloads), docker.io (the node's Docker Engine for implementations that
+#    run as container images; the testbed file's docker_host, by default /var/run/docker.sock),
+#    and every implementations/*/apt-packages entry
 NODE_PACKAGES=(
   openssh-server bash coreutils findutils grep iproute2 util-linux procps openssl iptables
   iputils-ping
   ethtool sysstat ifstat tcpdump linux-perf zstd hwloc-nox
-  nginx curl python3 python3-venv ca-certificates
+  nginx curl python3 python3-venv ca-certificates docker.io
   build-essential make gcc g++ libc6-dev perl cmake libclang-dev libnuma-dev
   ngtcp2-client ngtcp2-server
 )
@@ -256,6 +258,19 @@ main() {
     fi
   fi
 
+  # ---- Docker Engine (installed with the packages; Debian's postinst starts it) ----
+  local engine_note out
+  if ((no_install)); then
+    engine_note="not checked (--no-install)"
+  elif ((DRY)); then
+    engine_note="not checked (dry run)"
+  elif out=$(timeout 60 docker version --format '{{.Server.Version}}' 2>&1); then
+    engine_note="docker $out answers"
+  else
+    out=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | tail -n 1)
+    die "the Docker Engine does not answer ('docker version': ${out:-no output}); start it (systemctl enable --now docker) and run again"
+  fi
+
   # ---- interface, address, MTU ----
   if ! ip -o link show dev "$iface" | grep -q '<[^>]*\bUP\b'; then
     run ip link set dev "$iface" up
@@ -367,6 +382,7 @@ main() {
   printf '  %-11s %s\n' workdir "$workdir"
   printf '  %-11s %s%s\n' tmpdir "$tmpdir" "$fs_note"
   printf '  %-11s %s\n' packages "$pkg_note"
+  printf '  %-11s %s\n' engine "$engine_note"
   printf '  %-11s %s\n' ssh-key "$key_note"
   printf '  %-11s %s\n' peer "$peer_note"
   printf '  %-11s %s (builds need Go >= 1.26 for quic-go, cargo for the Rust ones)\n' \

@@ -127,7 +127,8 @@ def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
 
 
 def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
-    """Processes in the namespace other than sshd (listener and session processes)."""
+    """Processes in the namespace other than sshd (listener and session processes) and the
+    node's Docker Engine (dockerd and its containerd)."""
     from interop_runner.testbed import local
 
     node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
@@ -142,6 +143,10 @@ def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
             except OSError:
                 continue
             if comm in ("sshd", "sshd-session"):  # sessions of an open SSH connection
+                continue
+            # the node's own Docker Engine (testbed up starts it); a container's shim or
+            # processes are strays
+            if comm in ("dockerd", "containerd"):
                 continue
             others.append(f"{pid}: {cmd.strip()}")
         if not others or time.monotonic() > deadline:

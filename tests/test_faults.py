@@ -35,6 +35,7 @@ from .conftest import (ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, ss
 from .reliability import DOC, Collector, Row
 from .test_campaign import default_sigint, run_cli
 from .test_campaign_sweep import host_state
+from .test_containers_local import our_containers, qir_cgroups
 
 FAULTS = [
     "server process killed mid-transfer",
@@ -52,6 +53,8 @@ FAULTS = [
     "SIGINT during post (cleanup after the transfer)",
     "setup (build) of an implementation fails",
     "a second runner (`run`, then `testbed restore`) started on the testbed mid-transfer",
+    "runner killed with SIGKILL while a client container transfers (image quic-go-qir)",
+    "runner killed with SIGKILL while a client container transfers, then `testbed restore`",
 ]
 COLLECTOR = Collector(FAULTS)
 REPS = 3
@@ -67,7 +70,8 @@ def reliability() -> Collector:
 
 
 def fault_config(tmp_path: Path, name: str, on_error: str = "continue", client_timeout: float = 5,
-                 testbed: Path = TESTBED_FILE, size: str = "32MiB", reps: int = REPS) -> Path:
+                 testbed: Path = TESTBED_FILE, size: str = "32MiB", reps: int = REPS,
+                 client: str = "quic-go") -> Path:
     """A campaign with host knobs on both nodes (restore exercised by every fault)."""
     return write(tmp_path / f"{name}.yml", f"""testbed: {testbed}
 name: {name}
@@ -76,7 +80,7 @@ repetitions: {reps}
 port: 4470
 on_error: {on_error}
 timeouts: {{client: {client_timeout}, command: 30}}
-pairs: [{{server: quic-go, client: quic-go}}]
+pairs: [{{server: quic-go, client: {client}}}]
 knobs: {{rmem: 2x}}
 server_knobs: {{rate: 200mbit}}
 """)
@@ -694,6 +698,68 @@ def test_second_runner_on_a_busy_testbed_is_refused(tmp_path, reliability):
            "..., since ...); wait for it to finish or stop it first` (restore: `server: ...`); "
            "the second campaign wrote nothing; the running campaign was not touched and "
            f"finished ({REPS} of {REPS} repetitions ok)", cfg, camp, before, [])
+
+
+# -- containers --------------------------------------------------------------------------------
+CONTAINER_CLIENT_BIN = b"quic-go-client"  # the harness binary inside quic-go-qir's image
+
+
+def kill_runner_in_container_transfer(tmp_path: Path, name: str
+                                      ) -> tuple[Path, Path, dict[str, str], int, int]:
+    """SIGKILL a runner while repetition 2's client container transfers; return (config,
+    campaign dir, host state before, containers left, processes left)."""
+    before = host_state()
+    cfg = fault_config(tmp_path, name, size="64MiB", client="quic-go-qir")
+    proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
+                     "--no-progress")
+    try:
+        inj = start_injector("qir-client", CONTAINER_CLIENT_BIN, 2, lambda pid: proc.kill(),
+                             delay=0.5)
+        inj.check()
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    (camp,) = (tmp_path / "results").iterdir()
+    containers = len(our_containers())
+    left = sum(len(stray_processes(ns, settle_s=0)) for ns in ("qir-server", "qir-client"))
+    assert containers == 1 and left >= 1  # the client container and the server run on
+    return cfg, camp, before, containers, left
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_runner_sigkill_during_container_transfer_next_campaign_removes_it(tmp_path,
+                                                                            reliability):
+    cfg, camp, before, containers, left = kill_runner_in_container_transfer(tmp_path, "f-ct")
+    ok = resume(cfg, camp)
+    meta = json.loads((camp / "campaign.json").read_text())
+    removed = [k for k in sum(meta["killed_leftovers"].values(), []) if "container" in k]
+    assert len(removed) == 1 and our_containers() == [] and qir_cgroups() == []
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and "runner was killed" in rec["reason"]
+    finish(reliability, FAULTS[15], "-", f"the killed runner left {containers} container "
+           f"({left} process(es) in the node namespaces with the server); the resume removed "
+           "the container by its labels (`killed_leftovers`: `removed container ...`), killed "
+           f"the journaled server, recorded the attempt as `{outcome(rec)}` and ran it again; "
+           "0 containers and 0 cgroups left", cfg, camp, before, [(2, 1)],
+           resume_with=lambda: ok, left=processes_left(), knobs=knobs_not_restored(before))
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_runner_sigkill_during_container_transfer_restore_removes_it(tmp_path, reliability):
+    cfg, camp, before, containers, left = kill_runner_in_container_transfer(tmp_path, "f-ctr")
+    restore = run_cli("testbed", "restore", timeout=120)
+    assert restore.returncode == 0, restore.stderr
+    assert "removed container" in restore.stdout, restore.stdout
+    left_after, knobs_after = processes_left(), knobs_not_restored(before)
+    assert our_containers() == [] and qir_cgroups() == []
+    assert left_after == 0 and knobs_after == 0
+    finish(reliability, FAULTS[16], "-", f"the killed runner left {containers} container "
+           f"({left} process(es) with the server); `run.py testbed restore` removed the "
+           "container, killed the server and replayed the knob journals: 0 containers, "
+           "0 processes, 0 knobs left before the resume", cfg, camp, before, [(2, 1)],
+           left=left_after, knobs=knobs_after)
 
 
 # -- the process journal, without a testbed ----------------------------------------------------

@@ -25,6 +25,12 @@ def test_registry_has_both_implementations():
     assert reg["quic-go"].alpns[0] == "h3" and reg["quic-go"].ready == "udp"
     assert reg["tcp-tls"].alpns == ["http/1.1"] and reg["tcp-tls"].ready == "tcp"
     for meta in reg.values():
+        assert len(meta.source_hash()) == 64
+        if meta.is_image:  # runs as a container: a Dockerfile instead of scripts
+            assert meta.image is not None and meta.image.build is not None
+            assert (meta.path / meta.image.build / "Dockerfile").is_file()
+            assert not any((meta.path / s).exists() for s in ("setup", "run-server"))
+            continue
         for script in ("setup", "run-server", "run-client"):
             path = meta.path / script
             assert path.is_file() and os.access(path, os.X_OK), path

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "interop_runner"
-RUNTIME_DEPS = {"cryptography", "matplotlib", "numpy", "pandas", "paramiko", "pyarrow",
+RUNTIME_DEPS = {"cryptography", "docker", "matplotlib", "numpy", "pandas", "paramiko", "pyarrow",
                 "pydantic", "pyyaml", "scipy", "tqdm"}
 # pip install -e changes the venv it runs in: only the checkout's own .venv (install.sh's)
 OWN_VENV = Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()

@@ -21,7 +21,7 @@ from interop_runner.errors import ConnectError
 
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor, SSHTarget
-from interop_runner.testbed import local
+from interop_runner.testbed import local, local_docker
 from interop_runner.testbed.local import CLIENT, NODES, SERVER, NodeSpec
 
 TestbedError = local.TestbedError
@@ -170,6 +170,7 @@ def test_testbed_file_matches_constants() -> None:
                                 "known_hosts": str(local.KNOWN_HOSTS)}
         assert (entry["interface"], entry["ip"]) == (local.DATA_IF, node.data_ip)
         assert (entry["workdir"], entry["tmpdir"]) == (node.workdir, node.tmpdir)
+        assert entry["docker_host"] == local.docker_host(node.name)
 
 
 @pytest.mark.parametrize("node", NODES, ids=lambda n: n.name)
@@ -226,8 +227,11 @@ def test_host_key_checking(connect: Connect, tmp_path: Path) -> None:
 def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """On a healthy testbed up() only inspects: the three `ip addr show` calls of status()
-    and no repair step (what it runs is asserted, not how long it takes)."""
-    pids = {n.name: local.status().nodes[n.name].sshd_pid for n in NODES}
+    and no repair step; the engines are checked without running a command (pid files,
+    /proc and one `_ping` on each socket). What it runs is asserted, not how long it takes."""
+    before = local.status()
+    pids = {n.name: before.nodes[n.name].sshd_pid for n in NODES}
+    engines = {n.name: before.nodes[n.name].engine.pid for n in NODES}
     local.up()  # warm
     ran: list[list[str]] = []
     real_run = local._run
@@ -242,9 +246,13 @@ def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
         return step
 
     monkeypatch.setattr(local, "_run", spy)
+    monkeypatch.setattr(local_docker, "_run", spy)
     for name in ("_check_root_account", "_ensure_state", "_ensure_namespaces",
-                 "_ensure_links", "_ensure_sshd", "_wait_for_ssh", "_stop_sshd"):
+                 "_ensure_links", "_ensure_sshd", "_wait_for_ssh", "_stop_sshd",
+                 "_ensure_engines"):
         monkeypatch.setattr(local, name, forbidden(name))
+    for name in ("ensure", "start", "stop", "wait_ready"):
+        monkeypatch.setattr(local_docker, name, forbidden(f"local_docker.{name}"))
     st = local.up()
     monkeypatch.undo()
     assert st.healthy
@@ -252,6 +260,8 @@ def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
     assert ran == [[ip, "-j", "-d", "addr", "show"],
                    *([ip, "-n", n.namespace, "-j", "-d", "addr", "show"] for n in NODES)], ran
     assert {n.name: st.nodes[n.name].sshd_pid for n in NODES} == pids  # nothing restarted
+    assert all(st.nodes[n.name].engine.state != local_docker.NOT_RUNNING for n in NODES)
+    assert {n.name: st.nodes[n.name].engine.pid for n in NODES} == engines
 
 
 def test_up_repairs_link_and_sshd(connect: Connect) -> None:
@@ -348,6 +358,8 @@ def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path,
         (Path(n.tmpdir) / "file").write_text("x")
     monkeypatch.setattr(local, "NODES", nodes)
     monkeypatch.setattr(local, "WORK_ROOT", tmp_path / "qir")
+    # ... and the engines' data roots (the image cache; tests/test_testbed_docker.py checks it)
+    monkeypatch.setattr(local_docker, "DATA_ROOT", tmp_path / "docker")
 
     sshd_pids = _our_sshd_pids()
     assert len(sshd_pids) == 2

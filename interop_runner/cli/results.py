@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
-from interop_runner.config.implementations import load_registry
+from interop_runner.config.implementations import ImplementationMeta, load_registry
 from interop_runner.errors import UserError
 from interop_runner.units import format_iec
 
@@ -62,13 +62,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kind(meta: ImplementationMeta) -> str:
+    """How it runs: ``native``, ``image (build, base X)`` or ``image (ref)``."""
+    if meta.image is None:
+        return "native"
+    if meta.image.build is not None:
+        return f"image ({meta.image.base})"
+    return "image (published)"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """One line per implementation: version, roles, protocols, support, parameters."""
     for meta in load_registry().values():
         params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
         sup = meta.supports
         flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog") if getattr(sup, n)]
-        print(f"{meta.name:10} {meta.version:14} roles={','.join(meta.roles):14} "
+        print(f"{meta.name:12} {meta.version:14} {_kind(meta):22} "
+              f"roles={','.join(meta.roles):14} "
               f"alpn={','.join(meta.alpns):14} cc={','.join(sup.congestion_control) or '-':16} "
               f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}")
     return 0

@@ -20,12 +20,17 @@ def register(sub: "argparse._SubParsersAction[Any]") -> None:
     p = sub.add_parser("testbed", help="manage the embedded local testbed (needs root)",
                        description="Two network namespaces (qir-server, qir-client) joined by "
                                    "veth, each running its own sshd, reachable from this "
-                                   "machine over a management link; 198.18.0.0/15 addresses.")
+                                   "machine over a management link; 198.18.0.0/15 addresses. "
+                                   "Where docker.io is installed each node also runs its own "
+                                   "Docker Engine (socket /run/qir/docker/<node>.sock, image "
+                                   "cache /var/lib/qir/docker/<node>); the host's engine is "
+                                   "never used.")
     p.add_argument("action", choices=["up", "down", "status", "restore"],
                    help="restore: undo host knobs a killed run left on the nodes (replays "
                         "their restore journals)")
     p.add_argument("--purge", action="store_true",
-                   help="with down: also remove the nodes' work and tmpfs directories")
+                   help="with down: also remove the nodes' work and tmpfs directories and "
+                        "their engines' image caches")
     p.add_argument("--file", type=Path, default=None, metavar="TESTBED_YML",
                    help="with restore: a testbed file of real hosts (default: the local "
                         "testbed, configs/testbeds/local.yml)")

@@ -59,6 +59,10 @@ class NodeConfig(_Strict):
     ip: str
     workdir: str
     tmpdir: str = "/dev/shm/qir"
+    # the node's Docker Engine, as the node's own docker CLI addresses it (``docker -H``); the
+    # management node reaches it through the node's SSH connection (``docker system
+    # dial-stdio``), never through an open port. The local testbed gives each node its own.
+    docker_host: str = Field("unix:///var/run/docker.sock", pattern=r"^(unix|tcp|ssh|fd)://\S+$")
 
     @field_validator("ip")
     @classmethod

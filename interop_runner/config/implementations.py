@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from interop_runner.config.params import Supports
 from interop_runner.units import parse_size
@@ -80,6 +80,47 @@ class VariantSpec(BaseModel):
         return [k for k in self.build_env if not _ENV_NAME.match(k) or k.startswith("QIR_")]
 
 
+# the QUIC Interop Runner's endpoint test case names for the protocol of a pair
+QIR_TESTCASES = {"hq-interop": "transfer", "h3": "http3"}
+IMAGE_BASES_DIR = "_shared/image-bases"
+QIR_ENDPOINT_DIR = "_shared/qir-endpoint"
+
+
+class ImageSpec(BaseModel):
+    """An implementation that runs as a container image following the QUIC Interop Runner's
+    endpoint contract (meta.yml ``image``): a published image, or a build context here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ref: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9._/:@-]*$")
+    """A published image (e.g. one of QIR's implementations.json), best pinned by digest
+    (``name@sha256:...``). Pulled by each node's engine unless ``archive`` is given."""
+    archive: str | None = None
+    """``docker save`` output of ``ref`` on the management node, for labs without a registry:
+    copied to the nodes over SFTP and loaded there."""
+    build: str | None = None
+    """A build context folder under ``implementations/<name>/`` (with its Dockerfile)."""
+    base: str | None = None
+    """The base image the Dockerfile builds on (``ARG BASE``): a folder under
+    ``implementations/_shared/image-bases/``, made by ``pos_scripts/build-base-image.sh``."""
+    port: int = Field(443, ge=1, le=65535)
+    """The UDP (or TCP) port the server listens on; QIR images listen on 443."""
+    native: dict[str, list[str]] = {}
+    """Files of another implementation's native build on the node (paths below its
+    ``SETUP_DIR/<impl>/``) put into the build context under ``native/<impl>/``."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ImageSpec":
+        if (self.ref is None) == (self.build is None):
+            raise ValueError("image: give exactly one of ref (a published image) or build "
+                             "(a build context folder)")
+        if self.build is not None and self.base is None:
+            raise ValueError("image: a build context needs base (implementations/_shared/"
+                             "image-bases/<base>)")
+        if self.archive is not None and self.ref is None:
+            raise ValueError("image: archive belongs to ref (the image the archive holds)")
+        return self
+
+
 SHARED_DIR = "_shared"
 _BUILD_DIRS = {"__pycache__", "target"}
 
@@ -111,6 +152,13 @@ class ImplementationMeta(BaseModel):
     # set on variants: the folder name it is built from and how it differs
     base: str | None = None
     variant: VariantSpec | None = None
+    # set when it runs as a container image instead of by its scripts
+    image: ImageSpec | None = None
+
+    @property
+    def is_image(self) -> bool:
+        """True when it runs as a container image (QIR endpoint contract), not by scripts."""
+        return self.image is not None
 
     @property
     def folder(self) -> str:
@@ -118,13 +166,18 @@ class ImplementationMeta(BaseModel):
         return self.base or self.name
 
     def has_script(self, script: str) -> bool:
-        """True when the implementation ships the given script."""
-        return (self.path / script).is_file()
+        """True when the implementation ships the given script (an image ships none)."""
+        return self.image is None and (self.path / script).is_file()
 
     def shared_dirs(self) -> dict[str, Path]:
         """The shared harness folders it uses: ``_shared/<name>`` -> local path."""
         root = self.path.parent / SHARED_DIR
-        return {f"{SHARED_DIR}/{name}": root / name for name in self.shared}
+        dirs = {f"{SHARED_DIR}/{name}": root / name for name in self.shared}
+        if self.image is not None and self.image.build is not None:  # part of its context
+            dirs[QIR_ENDPOINT_DIR] = self.path.parent / QIR_ENDPOINT_DIR
+            dirs[f"{IMAGE_BASES_DIR}/{self.image.base}"] = (self.path.parent / IMAGE_BASES_DIR
+                                                           / str(self.image.base))
+        return dirs
 
     def source_hash(self) -> str:
         """SHA-256 over every file of the implementation folder and of the shared harness
@@ -157,10 +210,30 @@ def load_registry(root: Path = IMPLEMENTATIONS_DIR) -> dict[str, ImplementationM
         for folder, local in meta.shared_dirs().items():
             if not local.is_dir():
                 raise RegistryError(f"{meta_file}: shared: {local} does not exist")
+        _check_image(meta_file, meta, root)
         if meta.name != meta_file.parent.name:
             raise RegistryError(f"{meta_file}: name {meta.name!r} differs from its folder name")
         registry[meta.name] = meta
     return registry
+
+
+def _check_image(meta_file: Path, meta: ImplementationMeta, root: Path) -> None:
+    """An image implementation's build context, base and native inputs must exist."""
+    spec = meta.image
+    if spec is None:
+        return
+    if meta.variants:
+        raise RegistryError(f"{meta_file}: variants: an image implementation has none (build "
+                            "another image instead)")
+    if spec.build is not None and not (meta.path / spec.build / "Dockerfile").is_file():
+        raise RegistryError(f"{meta_file}: image.build: {meta.path / spec.build}/Dockerfile "
+                            "does not exist")
+    if spec.base is not None and not (root / IMAGE_BASES_DIR / spec.base).is_dir():
+        raise RegistryError(f"{meta_file}: image.base: {root / IMAGE_BASES_DIR / spec.base} "
+                            "does not exist")
+    for impl in spec.native:
+        if not (root / impl / "meta.yml").is_file():
+            raise RegistryError(f"{meta_file}: image.native: no implementation {impl!r}")
 
 
 VARIANT_SEP = "@"

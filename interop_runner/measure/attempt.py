@@ -7,6 +7,7 @@ client process (``$EPOCHREALTIME``, no fork), so SSH latency never enters the go
 from __future__ import annotations
 
 import json
+import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.config.implementations import EXIT_UNSUPPORTED, ImplementationMeta
 from interop_runner.config.knobs import Knobs
 from interop_runner.testbed.knobs import KnobState, NodeKnobs
+from interop_runner.measure.container import ContainerSide, qir_testcase
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.testbed.node import Node
 from interop_runner.config.params import StandardParams, check_negotiated, parse_negotiated, resolve
@@ -84,6 +86,9 @@ class AttemptPlan:
     client_knobs: Knobs = field(default_factory=Knobs)
     # the pair as written in the campaign (differs from the implementations under `impl`)
     cell: tuple[str, str] | None = None
+    # the image a side runs from on its node (image implementations; None: native scripts)
+    server_image: str | None = None
+    client_image: str | None = None
 
     @property
     def pair(self) -> str:
@@ -165,11 +170,22 @@ class Attempt:
                        "client": (client_knobs, plan.client_knobs)}
         self._knob_states: dict[str, KnobState] = {}
         self._cpus: dict[str, str] = {}
+        token = f"{plan.campaign_id}-{plan.pair}-{plan.repetition}-{plan.attempt}"
+        token = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{token}-{plan.variant}" if plan.variant
+                       else token)
+        self._containers = {
+            role: ContainerSide(node, meta, image, logs, token)
+            for role, node, meta, image, logs in (
+                ("server", server, plan.server_meta, plan.server_image, self.server_logs),
+                ("client", client, plan.client_meta, plan.client_image, self.client_logs))
+            if image is not None}
 
     # -- environment ---------------------------------------------------------------------------
     def _env(self, node: Node, logs: str, meta: ImplementationMeta,
              params: dict[str, Any]) -> dict[str, str]:
         p = self.plan
+        if node.cfg.role in self._containers:
+            return self._container_env(node, meta, params)
         server_ip = self.server.cfg.ip
         host = f"[{server_ip}]" if ":" in server_ip else server_ip
         base = {
@@ -186,6 +202,22 @@ class Attempt:
             base["DOWNLOADS"] = node.downloads
             base["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
         return node.script_env(meta, base, params)
+
+    def _container_env(self, node: Node, meta: ImplementationMeta,
+                       params: dict[str, Any]) -> dict[str, str]:
+        """QIR's endpoint environment (paths inside the container) plus the standard
+        parameters, which the project's own images honour and QIR images ignore."""
+        p = self.plan
+        env = {"ROLE": node.cfg.role, "TESTCASE": qir_testcase(p.testcase, p.alpn),
+               "ALPN": p.alpn or "", "PORT": str(p.port),
+               "SSLKEYLOGFILE": "/logs/keys.log" if p.keylog else "",
+               "QLOGDIR": "/logs/qlog" if p.qlog else ""}
+        env.update(resolve(p.std_params, meta.supports, meta.name, keylog=p.keylog,
+                           qlog=p.qlog).env)
+        if node.cfg.role == "client":
+            host = "server6" if ":" in self.server.cfg.ip else "server4"
+            env["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
+        return {**env, **meta.param_env(dict(params))}
 
     # -- phases --------------------------------------------------------------------------------
     def run(self) -> RunRecord:
@@ -302,6 +334,8 @@ class Attempt:
 
     def _start_server(self, env: dict[str, str]) -> bool:
         p, node = self.plan, self.server
+        if "server" in self._containers:
+            return self._start_server_container(env)
         d = node.impl_dir(p.server_meta.name)
         flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
         # A leftover listener would make the readiness check lie and serve the client instead.
@@ -330,13 +364,44 @@ class Attempt:
             return False
         return True
 
+    def _start_server_container(self, env: dict[str, str]) -> bool:
+        """Start the server's container; wait until it listens (or record how it ended)."""
+        p, side = self.plan, self._containers["server"]
+        flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
+        busy = self.server.run(["ss", "-H", flag, f"sport = :{p.port}"]).stdout.strip()
+        if busy:
+            self.record.status = "failed"
+            self.record.reason = f"port {p.port} is already in use on {self.server.name}: " \
+                                 f"{busy[:200]}"
+            return False
+        side.start(env, self.server.cfg.ip, self.client.cfg.ip)
+        self.record.server.container = side.record()
+        self.record.server.pid = side.pid
+        try:
+            state = side.wait_ready(flag, p.port, p.server_ready_timeout)
+        except CommandTimeout:
+            self.record.status = "failed"
+            self.record.reason = f"server container not listening on port {p.port} after " \
+                                 f"{p.server_ready_timeout:g} s"
+            return False
+        if state != "ready":
+            code = side.node.engine().wait(side.cid or "", 30) if side.cid else None
+            self.record.server.exit_code = code
+            side.save_logs()
+            err = self.server.run(["cat", f"{self.server_logs}/server.stderr.log"],
+                                  check=False).stdout
+            self._fail_exit("server", -1 if code is None else code, err)
+            return False
+        return True
+
     def _measure(self, cenv: dict[str, str]) -> None:
         """Snapshots and samplers around the client run."""
-        assert self._server_proc is not None
-        pgid = self._server_proc.pgid
-        self.smon.snapshot("before", self.server_logs, pgid)
+        ct = self._containers.get("server")
+        pgid = self._server_proc.pgid if self._server_proc is not None else None
+        procs = ct.procs_file if ct is not None else None
+        self.smon.snapshot("before", self.server_logs, pgid, procs_file=procs)
         self.cmon.snapshot("before", self.client_logs)
-        series = self.smon.start_series(self.server_logs, pgid)
+        series = self.smon.start_series(self.server_logs, pgid, procs_file=procs)
         cseries = []
         try:
             cseries = self.cmon.start_series(self.client_logs)
@@ -344,13 +409,16 @@ class Attempt:
         finally:
             self.smon.stop_series(series)
             self.cmon.stop_series(cseries)
-            self.smon.snapshot("after", self.server_logs, pgid)
+            self.smon.snapshot("after", self.server_logs, pgid, procs_file=procs)
             self.cmon.snapshot("after", self.client_logs)
             self.smon.finish(self.server_logs)
             self.cmon.finish(self.client_logs)
 
     def _run_client(self, env: dict[str, str]) -> None:
         p, node, rec = self.plan, self.client, self.record
+        if "client" in self._containers:
+            self._run_client_container(env)
+            return
         d = node.impl_dir(p.client_meta.name)
         pidstat_out = f"{self.client_logs}/pidstat.txt" if self.cmon.active("pidstat") else ""
         try:
@@ -376,6 +444,35 @@ class Attempt:
         if rec.client.exit_code != 0:
             err = node.run(["cat", f"{self.client_logs}/client.stderr.log"], check=False).stdout
             self._fail_exit("client", rec.client.exit_code, err)
+            return
+        self._verify()
+
+    def _run_client_container(self, env: dict[str, str]) -> None:
+        """The client's container: its start and end are the engine's, on the client node,
+        its CPU time that of every process it ran (its cgroup)."""
+        p, rec, side = self.plan, self.record, self._containers["client"]
+        side.start(env, self.server.cfg.ip, self.client.cfg.ip)
+        rec.client.container = side.record()
+        if self.cmon.active("perf"):
+            side.watch_pids()
+        out = side.run_client(p.client_timeout)
+        rec.client.pid = out.pid
+        if out.exit_code is None:
+            rec.status = "timeout"
+            rec.reason = f"client did not finish within {p.client_timeout:g} s"
+            return
+        rec.client.exit_code = out.exit_code
+        rec.client.cpu_user_s, rec.client.cpu_system_s = out.cpu_user_s, out.cpu_system_s
+        if out.start_ns is None or out.end_ns is None:
+            rec.status, rec.reason = "failed", "the engine reported no start/end time"
+            return
+        rec.start_ns, rec.end_ns = out.start_ns, out.end_ns
+        rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
+        if out.exit_code != 0:
+            side.save_logs()
+            err = self.client.run(["cat", f"{self.client_logs}/client.stderr.log"],
+                                  check=False).stdout
+            self._fail_exit("client", out.exit_code, err)
             return
         self._verify()
 
@@ -414,6 +511,21 @@ class Attempt:
                     self.record.warnings.append(f"{role} ({side.implementation}) reports "
                                                 f"{problem}")
 
+    def _end_containers(self) -> None:
+        """Stop the server's container, keep both containers' output, remove them."""
+        try:
+            for role, side in self._containers.items():
+                if side.cid is None:
+                    continue
+                if role == "server":
+                    code = side.stop(grace=5)
+                    if self.record.server.exit_code is None:
+                        self.record.server.exit_code = code
+                side.save_logs()
+        finally:
+            for side in self._containers.values():
+                self.record.warnings.extend(side.remove())
+
     def _finish(self, senv: dict[str, str], cenv: dict[str, str]) -> None:
         """Stop the server, run post scripts, fetch logs, remove per-attempt files."""
         p = self.plan
@@ -431,6 +543,10 @@ class Attempt:
             self._script(self.server, p.server_meta, "post", senv)
             self._script(self.client, p.client_meta, "post", cenv)
         finally:
+            try:
+                self._end_containers()
+            except ExecutorError as exc:
+                self.record.warnings.append(f"containers: {exc}")
             try:
                 self._restore_knobs()
             except (KnobError, ExecutorError) as exc:

@@ -24,7 +24,8 @@ from interop_runner import __version__
 from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig, \
     variant_configs
 from interop_runner.config.implementations import ImplementationMeta, load_registry, resolve
-from interop_runner.errors import ExecutorError, PreflightError, SetupError, StoreError
+from interop_runner.errors import EngineError, ExecutorError, PreflightError, SetupError, \
+    StoreError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.plan import PlannedRun, check_resume, completed_keys, draw_seed, \
@@ -40,6 +41,8 @@ from interop_runner.storage.layout import attempt_dir, iter_run_files, new_campa
 from interop_runner.storage.run_record import RunRecord, load_run, write_run
 from interop_runner.testbed.knobs import NodeKnobs
 from interop_runner.testbed.leftovers import node_knobs
+from interop_runner.testbed.containers import reap_containers
+from interop_runner.testbed.images import ensure_image
 from interop_runner.testbed.node import Node
 
 Progress = Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
@@ -60,6 +63,8 @@ class Prepared:
     client_monitors: NodeMonitors
     server_knobs: NodeKnobs | None = None
     client_knobs: NodeKnobs | None = None
+    # "<role>:<implementation>" -> the image it runs from on that node (image implementations)
+    images: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -273,7 +278,7 @@ class Campaign:
     def _clear_leftovers(self, nodes: list[Node], doc: CampaignRecord) -> dict[str, NodeKnobs]:
         """Kill what a killed earlier runner left running (it may hold the port), then undo
         the knob changes it left behind; return each role's knob handler."""
-        killed = {n.name: k for n in nodes if (k := n.reap_leftovers())}
+        killed = {n.name: k for n in nodes if (k := n.reap_leftovers() + reap_containers(n))}
         if killed:
             doc.killed_leftovers = killed
         knobs: dict[str, NodeKnobs] = {n.cfg.role: node_knobs(n, self.testbed) for n in nodes}
@@ -428,13 +433,14 @@ class Campaign:
         versions: dict[str, str | None] = {}
         errors: dict[str, str] = {}
         archives: dict[str, SourceArchive] = {}
+        images: dict[str, str] = {}  # "<role>:<implementation>" -> image on that node
         entries = doc.implementations = doc.implementations or {}
         packdir = Path(tempfile.mkdtemp(prefix="qir-variants-"))
         try:
             for node, role in ((server, "server"), (client, "client")):
                 for impl in self._metas(role):
                     entries[f"{role}:{impl.name}"] = self._install(
-                        node, role, impl, versions, errors, archives, packdir)
+                        node, role, impl, versions, errors, archives, packdir, images)
         finally:
             shutil.rmtree(packdir, ignore_errors=True)
         gen_timeout = max(120.0, cfg.file_size / 50e6)
@@ -451,11 +457,13 @@ class Campaign:
             if mon.perf_event:
                 statuses[node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
-        return Prepared(versions, errors, file_name, sha256, monitors[0], monitors[1])
+        return Prepared(versions, errors, file_name, sha256, monitors[0], monitors[1],
+                        images=images)
 
     def _install(self, node: Node, role: str, impl: ImplementationMeta,
                  versions: dict[str, str | None], errors: dict[str, str],
-                 archives: dict[str, SourceArchive], packdir: Path) -> ImplementationEntry:
+                 archives: dict[str, SourceArchive], packdir: Path,
+                 images: dict[str, str]) -> ImplementationEntry:
         """Install one implementation (or variant) on one node; a failure fails its pairs."""
         key = f"{role}:{impl.name}"
         entry = ImplementationEntry(declared_version=impl.version,
@@ -469,10 +477,13 @@ class Campaign:
                     archives[impl.name] = pack_source(impl, packdir)
                 archive = archives[impl.name]
                 entry.variant_source = plain(archive.identity)
-            entry.version = versions[key] = node.install(
-                impl, self.cfg.timeouts.setup, archive.path if archive else None,
-                archive.label if archive else None)
-        except (SetupError, VariantError) as exc:
+            if impl.is_image:
+                entry.version = versions[key] = self._install_image(node, impl, key, images)
+            else:
+                entry.version = versions[key] = node.install(
+                    impl, self.cfg.timeouts.setup, archive.path if archive else None,
+                    archive.label if archive else None)
+        except (SetupError, VariantError, EngineError) as exc:
             tail = exc.tail if isinstance(exc, SetupError) else ""
             # Only the pairs with this implementation fail; the others still run.
             errors[key] = str(exc)
@@ -480,6 +491,17 @@ class Campaign:
             if self.on_setup_error is not None:
                 self.on_setup_error(str(exc), tail)
         return entry
+
+    def _install_image(self, node: Node, impl: ImplementationMeta, key: str,
+                       images: dict[str, str]) -> str:
+        """Build, load or pull an image implementation on the node (after the native builds
+        it takes files from); return its recorded version."""
+        assert impl.image is not None
+        for native in impl.image.native:
+            node.install(load_registry()[native], self.cfg.timeouts.setup)
+        image = ensure_image(node, node.engine(), impl)
+        images[key] = image.ref
+        return image.version
 
     # -- the runs ------------------------------------------------------------------------------
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
@@ -540,6 +562,11 @@ class Campaign:
         record = attempt_run.run()
         return record, attempt_run.abort
 
+    def _server_port(self, server: str) -> int:
+        """The port the server listens on: the campaign's, or an image's own (QIR: 443)."""
+        image = self.meta(server).image
+        return image.port if image is not None else self.port
+
     def _attempt_plan(self, run: PlannedRun, attempt: int, prepared: Prepared,
                       campaign_id: str) -> AttemptPlan:
         """Everything the attempt needs, from the run, the campaign and the preparation."""
@@ -552,7 +579,9 @@ class Campaign:
             client_version=prepared.versions.get(f"client:{run.client}"),
             server_params=side_params(vcfg.server_params, run.server, run.cell, 0),
             client_params=side_params(vcfg.client_params, run.client, run.cell, 1),
-            alpn=run.alpn, port=self.port, file_name=prepared.file_name,
+            server_image=prepared.images.get(f"server:{run.server}"),
+            client_image=prepared.images.get(f"client:{run.client}"),
+            alpn=run.alpn, port=self._server_port(run.server), file_name=prepared.file_name,
             file_size=cfg.file_size, file_sha256=prepared.file_sha256,
             client_timeout=cfg.client_timeout(),
             server_ready_timeout=cfg.timeouts.server_ready,

@@ -16,6 +16,11 @@ _PROC_TIMES = (
     'pg=$1; echo "$(date +%s%N) $(getconf CLK_TCK)"; '
     'for p in $(pgrep -g "$pg"); do cat "/proc/$p/stat" 2>/dev/null; done'
 )
+# The same for the processes of a container: $1 is its cgroup.procs file.
+_CG_PROC_TIMES = (
+    'echo "$(date +%s%N) $(getconf CLK_TCK)"; '
+    'for p in $(cat "$1" 2>/dev/null); do cat "/proc/$p/stat" 2>/dev/null; done'
+)
 
 
 MIN_SERIES_S = 1.2  # the samplers' interval is 1 s
@@ -69,7 +74,8 @@ class NodeMonitors:
         """True when the monitor was requested and can run on this node."""
         return self.status.get(name) == "ok"
 
-    def snapshot_lines(self, phase: str, logs: str, pgid: int | None) -> list[str]:
+    def snapshot_lines(self, phase: str, logs: str, pgid: int | None,
+                       procs_file: str | None = None) -> list[str]:
         """Shell lines taking every snapshot of ``phase`` into ``logs`` (quoted with shlex)."""
         lines = []
         for name in self.requested:
@@ -80,15 +86,19 @@ class NodeMonitors:
                 err = shlex.quote(f"{logs}/monitor-errors.txt")
                 lines.append(f"{shlex.join(snap.argv)} >{out} 2>>{err} || "
                              f"echo {shlex.quote(name)} {phase} exit $? >>{err}")
-        if pgid is not None:
-            out = shlex.quote(f"{logs}/proc-{phase}.txt")
+        out = shlex.quote(f"{logs}/proc-{phase}.txt")
+        if procs_file is not None:
+            lines.append(f"sh -c {shlex.quote(_CG_PROC_TIMES)} sh {shlex.quote(procs_file)} "
+                         f">{out} 2>&1")
+        elif pgid is not None:
             lines.append(f"sh -c {shlex.quote(_PROC_TIMES)} sh {int(pgid)} >{out} 2>&1")
         return lines
 
     def snapshot(self, phase: str, logs: str, pgid: int | None = None,
-                 timeout: float = 60.0) -> None:
-        """Take the ``before``/``after`` snapshots (and the CPU times of group ``pgid``)."""
-        lines = self.snapshot_lines(phase, logs, pgid)
+                 timeout: float = 60.0, procs_file: str | None = None) -> None:
+        """Take the ``before``/``after`` snapshots (and the CPU times of group ``pgid``, or of
+        the container whose ``cgroup.procs`` is ``procs_file``)."""
+        lines = self.snapshot_lines(phase, logs, pgid, procs_file)
         if lines:
             self.executor.run(["sh", "-c", "\n".join(lines)], timeout=timeout)
 
@@ -101,12 +111,16 @@ class NodeMonitors:
             tcpdump_snaplen=self.options.tcpdump.snaplen,
             tcpdump_filter=self.options.tcpdump.filter, pids=pids)
 
-    def start_series(self, logs: str, server_pgid: int | None = None) -> list[Background]:
+    def start_series(self, logs: str, server_pgid: int | None = None,
+                     procs_file: str | None = None) -> list[Background]:
         """Start the background commands of the active monitors (samplers, perf, captures);
-        pidstat follows the server's process group."""
+        pidstat follows the server's process group (or its container's processes)."""
         self._started = time.monotonic()
         pids = None
-        if server_pgid is not None and self.active("pidstat"):
+        if procs_file is not None and self.active("pidstat"):
+            pids = self.executor.run(["sh", "-c", 'paste -sd, "$0"', procs_file],
+                                     timeout=10, check=False).stdout.strip() or None
+        elif server_pgid is not None and self.active("pidstat"):
             pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
                                      timeout=10, check=False).stdout.strip() or None
         ctx = self.start_context(pids)

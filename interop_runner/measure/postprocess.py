@@ -28,6 +28,14 @@ def _server_pids(side: Path) -> set[int]:
     return pids
 
 
+def _watched_pids(side: Path) -> set[int]:
+    """The PIDs a container ran, as recorded while it ran (``pids.txt``; empty: native)."""
+    try:
+        return {int(w) for w in (side / "pids.txt").read_text().split() if w.isdecimal()}
+    except OSError:
+        return set()
+
+
 def _fold(path: Path, pids: set[int]) -> tuple[FoldedStacks, FoldedStacks]:
     """(stacks of the implementation's processes, stacks of the whole system) in one pass."""
     with open_perf_script(path) as lines:
@@ -48,6 +56,7 @@ def process_perf(out_dir: Path, record: RunRecord) -> None:
             continue
         pids = _server_pids(side) if role == "server" else (
             {side_rec.pid} if side_rec.pid else set())
+        pids |= _watched_pids(side)
         try:
             process, system = _fold(script, pids)
         except (ParseError, OSError, RuntimeError) as exc:

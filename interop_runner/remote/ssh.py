@@ -305,6 +305,14 @@ class SSHExecutor(Executor):
             chan.close()
             raise
 
+    def open_stream(self, argv: Sequence[str], timeout: float = 30.0) -> paramiko.Channel:
+        """Start ``argv`` on the node in a new channel of this connection and return the
+        channel as a byte stream to its stdin/stdout (``docker system dial-stdio``)."""
+        chan = self._live_transport().open_session(timeout=timeout)
+        chan.settimeout(timeout)
+        chan.exec_command(shlex.join([str(a) for a in argv]))
+        return chan
+
     @property
     def sftp(self) -> paramiko.SFTPClient:
         """The node's SFTP session (opened on first use)."""

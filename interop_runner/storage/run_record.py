@@ -55,6 +55,9 @@ class Side(BaseModel):
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None
     pid: int | None = None
+    # set when the side ran as a container image: image, container id, network ("host") and
+    # what became of the image's network set-up ("prevented"); None: it ran natively
+    container: dict[str, Any] | None = None
 
 
 class RunRecord(BaseModel):

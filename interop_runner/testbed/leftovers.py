@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from interop_runner.config.campaign import TestbedConfig
 from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
 from interop_runner.testbed.knobs import Journal, NodeKnobs
+from interop_runner.testbed.containers import reap_containers
 from interop_runner.testbed.node import Node
 
 HOST_JOURNAL = "/var/tmp/qir/host-restore.sh"
@@ -50,7 +51,7 @@ def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, 
             nodes.append(Node.connect(name, cfg, "restore", timeout))
             nodes[-1].take_lease(wait=0)
         for node in nodes:
-            killed = node.reap_leftovers()
+            killed = node.reap_leftovers() + reap_containers(node)
             nk = node_knobs(node, testbed)
             pending = nk.journal.pending() or nk.sysctl.pending()
             if killed or pending:

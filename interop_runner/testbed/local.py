@@ -9,13 +9,16 @@ Layout (all addresses from the benchmarking range 198.18.0.0/15)::
 
 Each namespace runs its own sshd (started with ``ip netns exec``), so the runner reaches the
 nodes exactly as it reaches real ones: over SSH with the management key and a strict
-known_hosts file, both kept in :data:`STATE_DIR`. The static testbed file describing this
-layout is ``configs/testbeds/local.yml``.
+known_hosts file, both kept in :data:`STATE_DIR`. Each namespace also runs its own Docker
+Engine (:mod:`~interop_runner.testbed.local_docker`; socket :func:`docker_host`) when
+docker.io is installed. The static testbed file describing this layout is
+``configs/testbeds/local.yml``.
 
 :func:`up` is idempotent and cheap when everything is already in place: it first takes a
 :func:`status` snapshot and returns at once when the testbed is healthy; otherwise every step
 checks the current state and only does what is missing (so it also repairs a half-made
-testbed). :func:`down` removes everything again, stopping processes by PID only.
+testbed). :func:`down` removes everything again, stopping processes by PID only; the
+engines' image caches survive it unless ``purge`` is given.
 
 All commands run through :class:`~interop_runner.remote.executor.LocalExecutor` as argv lists.
 """
@@ -28,6 +31,7 @@ import hashlib
 import json
 import os
 import pwd
+import shlex
 import re
 import shutil
 import signal
@@ -41,6 +45,7 @@ from typing import Any, Iterator, Sequence
 from interop_runner.errors import ExecutorError, TestbedError
 
 from interop_runner.remote.executor import LocalExecutor, Result
+from interop_runner.testbed import local_docker
 
 # --------------------------------------------------------------------------------------------
 # Names, addresses and paths
@@ -127,6 +132,11 @@ class NodeSpec:
         return self.state_dir / "sshd.stamp"
 
     @property
+    def engine(self) -> local_docker.Engine:
+        """The node's Docker Engine (dockerd and containerd in the node's namespace)."""
+        return local_docker.Engine(self.name, NETNS_DIR / self.namespace, self.state_dir)
+
+    @property
     def mgmt_cidr(self) -> str:
         """Expected address of mgmt0 with prefix."""
         return f"{self.mgmt_ip}/{MGMT_PREFIX}"
@@ -164,6 +174,11 @@ REQUIRED_TOOLS: tuple[tuple[str, str], ...] = (
 _SBIN_DIRS: tuple[str, ...] = ("/usr/sbin", "/sbin", "/usr/local/sbin")
 
 
+def docker_host(node: str) -> str:
+    """``docker_host`` of a node (``server``, ``client``): its own engine's socket."""
+    return local_docker.docker_host(node)
+
+
 # --------------------------------------------------------------------------------------------
 # Status
 # --------------------------------------------------------------------------------------------
@@ -182,12 +197,15 @@ class NodeStatus:
     sshd_pid: int | None  # PID of our sshd (alive, ours), whatever its namespace
     sshd_running: bool  # sshd_pid alive *inside this node's namespace*
     ssh_reachable: bool  # port 22 on the management IP answers with an SSH banner
+    engine: local_docker.EngineStatus  # the node's Docker Engine
 
     @property
     def healthy(self) -> bool:
-        """True when every check of this node passes."""
+        """True when every check of this node passes (an engine only where docker.io is
+        installed)."""
         return (self.namespace_exists and self.lo_up and self.mgmt_link_up
-                and self.data_link_up and self.sshd_running and self.ssh_reachable)
+                and self.data_link_up and self.sshd_running and self.ssh_reachable
+                and self.engine.state != local_docker.NOT_RUNNING)
 
     def problems(self) -> list[str]:
         """Short descriptions of the failing checks."""
@@ -198,6 +216,8 @@ class NodeStatus:
             (self.data_link_up, f"data link ({DATA_IF} {self.data_ip}) not up"),
             (self.sshd_running, "sshd not running"),
             (self.ssh_reachable, f"ssh {self.mgmt_ip}:{SSH_PORT} not reachable"),
+            (self.engine.state != local_docker.NOT_RUNNING,
+             f"docker engine not running ({self.engine.detail})"),
         ]
         return [f"{self.name}: {msg}" for ok, msg in checks if not ok]
 
@@ -229,7 +249,12 @@ class TestbedStatus:
         def yn(ok: bool) -> str:
             return "ok" if ok else "--"
 
-        head = ("node", "namespace", "netns", "lo", "mgmt", "data", "sshd", "ssh")
+        def engine(e: local_docker.EngineStatus) -> str:
+            if e.state == local_docker.UNAVAILABLE:
+                return "n/a"
+            return f"pid {e.pid}" if e.running else f"pid {e.pid}?" if e.pid else "--"
+
+        head = ("node", "namespace", "netns", "lo", "mgmt", "data", "sshd", "ssh", "docker")
         rows = [head]
         for n in self.nodes.values():
             sshd = (f"pid {n.sshd_pid}" if n.sshd_running
@@ -237,12 +262,16 @@ class TestbedStatus:
             rows.append((
                 n.name, n.namespace, yn(n.namespace_exists), yn(n.lo_up),
                 f"{yn(n.mgmt_link_up)} {n.mgmt_ip}", f"{yn(n.data_link_up)} {n.data_ip}",
-                sshd, yn(n.ssh_reachable),
+                sshd, yn(n.ssh_reachable), engine(n.engine),
             ))
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         lines = [f"local testbed: {'healthy' if self.healthy else 'NOT healthy'}"
                  f" (keys in {STATE_DIR}: {'ok' if self.keys_present else 'missing'})"]
         lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        unavailable = [n.engine.detail for n in self.nodes.values()
+                       if n.engine.state == local_docker.UNAVAILABLE]
+        if unavailable:
+            lines.append(f"  containers: unavailable ({unavailable[0]})")
         return "\n".join(lines)
 
 
@@ -546,6 +575,7 @@ def status() -> TestbedStatus:
             lo_up=lo is not None and "UP" in lo.get("flags", []),
             mgmt_link_up=mgmt_ok, data_link_up=data_ok, sshd_pid=pid,
             sshd_running=running, ssh_reachable=reachable,
+            engine=local_docker.status(node.engine),
         )
     keys = all(p.is_file() for p in (MGMT_KEY, MGMT_PUBKEY, AUTHORIZED_KEYS, KNOWN_HOSTS))
     return TestbedStatus(nodes=nodes, keys_present=keys)
@@ -746,6 +776,9 @@ def _ensure_sshd(node: NodeSpec) -> None:
     _write_if_changed(node.shell_rc, NODE_SHELL_RC, 0o644)
     home_rc = Path(pwd.getpwnam(SSH_USER).pw_dir) / ".bashrc"
     launch = [sshd, "-f", str(node.sshd_config), "-E", str(node.log_file)]
+    # `ip netns exec` also gives the node a fresh /sys without the cgroup mounts; a real host
+    # has them, and the runner reads a container's CPU time there.
+    launch = ["sh", "-c", _cgroup_mount_script() + 'exec "$@"', "sshd", *launch]
     if home_rc.is_file():
         launch = ["sh", "-c", 'mount --bind "$0" "$1" && shift && exec "$@"', str(node.shell_rc),
                   str(home_rc), *launch]
@@ -754,6 +787,32 @@ def _ensure_sshd(node: NodeSpec) -> None:
         raise TestbedError(f"local testbed: sshd of {node.name} failed to start "
                            f"(exit {res.exit_code}): {_log_tail(node) or res.stderr.strip()}")
     _write_if_changed(node.stamp_file, _stamp(node, config), 0o600)
+
+
+_MOUNT_FLAGS = {"rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "seclabel"}
+
+
+def _cgroup_mount_script(mounts: str | None = None) -> str:
+    """Shell lines that mount, in a node's mount namespace, the cgroup file systems this
+    host mounts below /sys/fs/cgroup (the same hierarchies: a v1 hierarchy mounted again with
+    its controllers is the same hierarchy)."""
+    text = Path("/proc/self/mounts").read_text() if mounts is None else mounts
+    lines = []
+    for entry in text.splitlines():
+        fields = entry.split()
+        if len(fields) < 4 or not fields[1].startswith("/sys/fs/cgroup"):
+            continue
+        _, point, fstype, opts = fields[:4]
+        if fstype not in ("tmpfs", "cgroup", "cgroup2"):
+            continue
+        keep = ",".join(o for o in opts.split(",") if o not in _MOUNT_FLAGS and "=" not in o
+                        or o.startswith("name="))
+        if fstype == "tmpfs":
+            keep = "mode=755"
+        opt = ["-o", keep] if keep else []
+        lines.append(shlex.join(["mkdir", "-p", point]) + "; " +
+                     shlex.join(["mount", "-t", fstype, *opt, fstype, point]) + "; ")
+    return "".join(lines)
 
 
 def _wait_for_ssh(timeout: float = SSH_WAIT_S) -> None:
@@ -794,15 +853,28 @@ def _config_current() -> bool:
             return False
     except (OSError, TestbedError):
         return False
-    return all(n.host_key.is_file() for n in NODES) and all(_stamp_current(n) for n in NODES)
+    if not (all(n.host_key.is_file() for n in NODES) and all(_stamp_current(n) for n in NODES)):
+        return False
+    return (local_docker.unavailable_reason() is not None
+            or all(local_docker.is_current(n.engine) for n in NODES))
+
+
+def _ensure_engines() -> None:
+    """Start each node's Docker Engine unless it runs as it should; skipped (status says
+    "unavailable") where docker.io is not installed."""
+    if local_docker.unavailable_reason() is not None:
+        return
+    started = [n.engine for n in NODES if local_docker.ensure(n.engine)]
+    local_docker.wait_ready(started)
 
 
 def up() -> TestbedStatus:
     """Bring the local testbed up (or repair it) and return its status once SSH answers.
 
-    Idempotent: when the testbed is already healthy this only inspects it (~25 ms: three
-    ``ip`` calls and one SSH-banner probe per node);
-    otherwise every missing piece (namespace, veth, address, key, sshd) is recreated.
+    Idempotent: when the testbed is already healthy this only inspects it (~40 ms on a 2-core
+    VM, ~5 ms of it the engines: three ``ip`` calls, one SSH-banner probe and one engine
+    ``_ping`` per node);
+    otherwise every missing piece (namespace, veth, address, key, sshd, engine) is recreated.
     Raises :class:`TestbedError` when not root, a tool is missing or a step fails.
     """
     _check_prerequisites()
@@ -817,6 +889,7 @@ def up() -> TestbedStatus:
         for node in NODES:
             _ensure_sshd(node)
         _wait_for_ssh()
+        _ensure_engines()
         result = status()
     if not result.healthy:
         raise TestbedError("local testbed: still unhealthy after up: "
@@ -833,15 +906,20 @@ def _ns_pids(ns: str) -> list[int]:
 
 
 def down(purge: bool = False) -> None:
-    """Tear the local testbed down: sshd, every process in the namespaces, links, state.
+    """Tear the local testbed down: engines, sshd, every process in the namespaces, links,
+    state.
 
-    Processes are stopped by PID only (sshd from its pid file, then everything listed by
-    ``ip netns pids``, TERM then KILL). With ``purge`` the nodes' work and tmpfs
-    directories are removed too. Idempotent.
+    Each node's engine goes first (its containers removed, dockerd and containerd stopped,
+    their mounts and exec-root removed; the image cache stays). Processes are stopped by PID
+    only (sshd from its pid file, then everything listed by ``ip netns pids``, TERM then
+    KILL). With ``purge`` the nodes' work and tmpfs directories and the engines' data roots
+    are removed too. Idempotent.
     """
     if os.geteuid() != 0:
         raise TestbedError("local testbed: must run as root")
     with _lock():
+        for node in NODES:
+            local_docker.stop(node.engine, purge=purge)
         for node in NODES:
             # The pid file's sshd, plus any listener whose pid file is gone or whose
             # namespace was deleted under it (with that orphaned namespace's processes).

@@ -26,6 +26,7 @@ from interop_runner.remote.ssh import SSHExecutor, SSHTarget
 from interop_runner.parsers.hostfacts import split_sections, summarize_facts
 from interop_runner.testbed.hostfacts import FACTS_SCRIPT
 from interop_runner.config.implementations import ImplementationMeta
+from interop_runner.remote.docker_engine import Engine
 from interop_runner.remote.lease import Lease, holder, owner_line
 from interop_runner.units import format_iec
 
@@ -34,6 +35,8 @@ REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsi
 
 
 SETUP_TAIL_LINES = 30
+# the names QIR images give the server (mapped to its address inside their containers)
+QIR_SERVER_NAMES = "DNS:server,DNS:server4,DNS:server6,DNS:server46"
 
 # Never copied into the results: private keys (by name, or any text file holding a PEM private
 # key), and TLS key logs unless the campaign asks for them (`keylog: true`). Key log names as
@@ -67,6 +70,7 @@ class Node:
     command_timeout: float = 120.0
     facts: dict[str, Any] = field(default_factory=dict)
     lease: Lease | None = None
+    _engine: Engine | None = field(default=None, repr=False)
 
     @classmethod
     def connect(cls, name: str, cfg: NodeConfig, campaign_id: str,
@@ -237,7 +241,8 @@ class Node:
         self.run(["mkdir", "-p", self.certs])
         self.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
                   "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30", "-subj", "/CN=qir",
-                  "-addext", f"subjectAltName=IP:{ip}", "-keyout", f"{self.certs}/priv.key",
+                  "-addext", f"subjectAltName=IP:{ip},{QIR_SERVER_NAMES}",
+                  "-keyout", f"{self.certs}/priv.key",
                   "-out", f"{self.certs}/cert.pem"])
         return self.executor.read_bytes(f"{self.certs}/cert.pem")
 
@@ -313,8 +318,18 @@ class Node:
         """Who holds this node directory's lease (None: free)."""
         return holder(self.executor, self.cfg.workdir, self.command_timeout)
 
+    def engine(self) -> Engine:
+        """The node's Docker Engine, driven through this node's connection (opened on first
+        use; ``cfg.docker_host``)."""
+        if self._engine is None:
+            self._engine = Engine(self.name, self.executor, self.cfg.docker_host,
+                                  self.command_timeout)
+        return self._engine
+
     def close(self) -> None:
         """Give up the lease and close the connection."""
+        if self._engine is not None:
+            self._engine.close()
         if self.lease is not None:
             self.lease.release()
         self.executor.close()
