@@ -113,7 +113,7 @@ def test_run_v1_upgrade_adds_the_standard_parameters() -> None:
         assert data["params"] == {}
         for role in ("server", "client"):
             assert data[role] == {**stored[role], "effective": {}, "unhonoured": [],
-                                  "negotiated": None}
+                                  "negotiated": None, "container": None}
         assert {k: data[k] for k in stored if k not in ("server", "client", "schema_version")} \
             == {k: v for k, v in stored.items() if k not in ("server", "client",
                                                                "schema_version")}
@@ -164,7 +164,7 @@ def test_a_version_that_is_no_version_number_is_refused(version: Any, tmp_path: 
     path = tmp_path / "run.json"
     path.write_text(json.dumps({**raw(SCHEMA_DIR / "run-v2.json"), "schema_version": version}))
     with pytest.raises(SchemaError, match=r"run\.json: run\.json schema version .* is not a "
-                                          r"version number \(this runner reads 1 to 2\)$"):
+                                          r"version number \(this runner reads 1 to 3\)$"):
         read_run(path)
 
 

@@ -6,6 +6,8 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
 2. standard parameters: the record's ``params`` (asked for), and per side ``effective`` (as
    the side runs them), ``unhonoured`` (requests it could not honour) and ``negotiated``
    (what its library reported after the handshake). :func:`upgrade_1_to_2`.
+3. container images: per side ``container`` (image, container id, network, what became of
+   the image's network set-up), ``None`` for a side that ran natively. :func:`upgrade_2_to_3`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -28,7 +30,7 @@ from interop_runner.storage.layout import write_json_atomic
 from interop_runner.storage.schema import (DocumentSchema, first_error, read_document,
                                           read_document_versioned)
 
-RUN_SCHEMA_VERSION = 2
+RUN_SCHEMA_VERSION = 3
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
@@ -133,7 +135,18 @@ def upgrade_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2})
+def upgrade_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    """Container images: every side of a version 2 runner ran natively."""
+    for role in ("server", "client"):
+        side = data.get(role)
+        if isinstance(side, dict):
+            side = data[role] = dict(side)
+            side.setdefault("container", None)
+    return data
+
+
+RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
+                                                             2: upgrade_2_to_3})
 
 
 # -- files ------------------------------------------------------------------------------------
