@@ -129,4 +129,11 @@ elif [[ -x $cargo_bin ]]; then
 else
   log "cargo not found: flame graphs (inferno) unavailable; install Rust to get them"
 fi
+# Base images of the image implementations (management node; the runner imports them on each
+# node's engine): Debian root file systems made with mmdebstrap, cached by their package list.
+for base in "$ROOT"/implementations/_shared/image-bases/*/; do
+  [[ -d $base ]] || continue
+  log "base image $(basename "$base") (mmdebstrap; cached)"
+  "$ROOT/pos_scripts/build-base-image.sh" "$(basename "$base")" >/dev/null
+done
 log "done"
