@@ -3,7 +3,7 @@
 Every container the runner starts carries two labels, the campaign and the node directory
 (``remote.docker_engine.LABEL_*``): the engine itself is the journal. A new campaign (after
 taking the node's lease) and ``run.py testbed restore`` remove every labelled container of
-this node directory that is not theirs, then the empty cgroups below ``/qir/<node>``.
+this node directory (none of theirs exists yet), then the empty cgroups below ``/qir/<node>``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def engine_present(node: Node) -> bool:
 
 
 def reap_containers(node: Node) -> list[str]:
-    """Remove the containers other campaigns left here and their empty cgroups; describe it."""
+    """Remove the containers earlier runners left here and their empty cgroups; describe it."""
     if not engine_present(node):
         return []
     engine = node.engine()
@@ -46,10 +46,10 @@ def reap_containers(node: Node) -> list[str]:
         found = engine.labelled({LABEL_WORKDIR: node.cfg.workdir})
     except EngineError as exc:
         return [f"could not list containers: {exc}"]
+    # Called before this session starts any container: every one found is a leftover (also
+    # of this campaign, when it is resumed after its runner was killed).
     for item in found:
         labels = item.get("Labels") or {}
-        if labels.get(LABEL_CAMPAIGN) == node.campaign_id:
-            continue
         engine.remove(str(item["Id"]))
         done.append(f"removed container {str(item['Id'])[:12]} ({item.get('Image')}, "
                     f"campaign {labels.get(LABEL_CAMPAIGN)})")
