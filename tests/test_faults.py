@@ -494,14 +494,13 @@ def start_cli(*args: str) -> subprocess.Popen[str]:
                             preexec_fn=default_sigint)
 
 
-@pytest.mark.usefixtures("local_testbed")
-def test_runner_sigkill_is_cleaned_up_by_the_resume(tmp_path, reliability):
-    before = host_state()
-    cfg = fault_config(tmp_path, "f-runner-kill", size="64MiB")
+def kill_runner_mid_transfer(cfg: Path, tmp_path: Path, needle: bytes) -> Path:
+    """Start ``run.py run`` on ``cfg``, SIGKILL it 0.5 s into repetition 2's client process
+    (its command line holds ``needle``); return the campaign directory it left."""
     proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
                      "--no-progress")
     try:
-        inj = start_injector("qir-client", CLIENT_BIN, 2, lambda pid: proc.kill(), delay=0.5)
+        inj = start_injector("qir-client", needle, 2, lambda pid: proc.kill(), delay=0.5)
         inj.check()
         proc.communicate(timeout=30)
     finally:
@@ -509,6 +508,14 @@ def test_runner_sigkill_is_cleaned_up_by_the_resume(tmp_path, reliability):
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
     (camp,) = (tmp_path / "results").iterdir()
+    return camp
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_runner_sigkill_is_cleaned_up_by_the_resume(tmp_path, reliability):
+    before = host_state()
+    cfg = fault_config(tmp_path, "f-runner-kill", size="64MiB")
+    camp = kill_runner_mid_transfer(cfg, tmp_path, CLIENT_BIN)
     left_by_kill = sum(len(stray_processes(ns, settle_s=0)) for ns in ("qir-server",
                                                                       "qir-client"))
     knobs_by_kill = knobs_not_restored(before)
@@ -710,18 +717,7 @@ def kill_runner_in_container_transfer(tmp_path: Path, name: str
     campaign dir, host state before, containers left, processes left)."""
     before = host_state()
     cfg = fault_config(tmp_path, name, size="64MiB", client="quic-go-qir")
-    proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
-                     "--no-progress")
-    try:
-        inj = start_injector("qir-client", CONTAINER_CLIENT_BIN, 2, lambda pid: proc.kill(),
-                             delay=0.5)
-        inj.check()
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
-    (camp,) = (tmp_path / "results").iterdir()
+    camp = kill_runner_mid_transfer(cfg, tmp_path, CONTAINER_CLIENT_BIN)
     containers = len(our_containers())
     left = sum(len(stray_processes(ns, settle_s=0)) for ns in ("qir-server", "qir-client"))
     assert containers == 1 and left >= 1  # the client container and the server run on

@@ -334,9 +334,6 @@ class Attempt:
 
     def _start_server(self, env: dict[str, str]) -> bool:
         p, node = self.plan, self.server
-        if "server" in self._containers:
-            return self._start_server_container(env)
-        d = node.impl_dir(p.server_meta.name)
         flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
         # A leftover listener would make the readiness check lie and serve the client instead.
         busy = node.run(["ss", "-H", flag, f"sport = :{p.port}"]).stdout.strip()
@@ -344,6 +341,9 @@ class Attempt:
             self.record.status = "failed"
             self.record.reason = f"port {p.port} is already in use on {node.name}: {busy[:200]}"
             return False
+        if "server" in self._containers:
+            return self._start_server_container(env, flag)
+        d = node.impl_dir(p.server_meta.name)
         self._server_proc = node.executor.start(
             self._pinned("server", [f"{d}/run-server"]), stdout=f"{self.server_logs}/server.stdout.log",
             stderr=f"{self.server_logs}/server.stderr.log", env=env, cwd=d)
@@ -364,16 +364,10 @@ class Attempt:
             return False
         return True
 
-    def _start_server_container(self, env: dict[str, str]) -> bool:
-        """Start the server's container; wait until it listens (or record how it ended)."""
+    def _start_server_container(self, env: dict[str, str], flag: str) -> bool:
+        """Start the server's container; wait until it listens on the port (``ss`` ``flag``),
+        or record how it ended."""
         p, side = self.plan, self._containers["server"]
-        flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
-        busy = self.server.run(["ss", "-H", flag, f"sport = :{p.port}"]).stdout.strip()
-        if busy:
-            self.record.status = "failed"
-            self.record.reason = f"port {p.port} is already in use on {self.server.name}: " \
-                                 f"{busy[:200]}"
-            return False
         side.start(env, self.server.cfg.ip, self.client.cfg.ip)
         self.record.server.container = side.record()
         self.record.server.pid = side.pid
@@ -385,7 +379,7 @@ class Attempt:
                                  f"{p.server_ready_timeout:g} s"
             return False
         if state != "ready":
-            code = side.node.engine().wait(side.cid or "", 30) if side.cid else None
+            code = self.server.engine().wait(side.cid, 30) if side.cid else None
             self.record.server.exit_code = code
             side.save_logs()
             err = self.server.run(["cat", f"{self.server_logs}/server.stderr.log"],

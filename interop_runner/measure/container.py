@@ -23,8 +23,7 @@ from interop_runner.config.implementations import QIR_TESTCASES, ImplementationM
 from interop_runner.errors import ExecutorError
 from interop_runner.parsers.cgroup import CGROUP_ROOT, accounting_dir, cgroup_cpu_seconds
 from interop_runner.parsers.common import ParseError
-from interop_runner.remote.docker_engine import (LABEL_CAMPAIGN, LABEL_WORKDIR, ContainerSpec,
-                                                 ContainerState)
+from interop_runner.remote.docker_engine import LABEL_CAMPAIGN, LABEL_WORKDIR, ContainerSpec
 from interop_runner.remote.executor import Background
 from interop_runner.testbed.containers import RMDIRS, cgroup_root
 from interop_runner.testbed.node import Node
@@ -73,11 +72,10 @@ def qir_testcase(testcase: str, alpn: str | None) -> str:
 
 def hosts_map(server_ip: str, client_ip: str) -> dict[str, str]:
     """The host names QIR images use, mapped to this testbed's data-plane addresses."""
-    v6 = ":" in server_ip
-    names = {"server": server_ip, "server46": server_ip, ("server6" if v6 else "server4"):
-             server_ip, "client": client_ip, "client46": client_ip,
-             ("client6" if ":" in client_ip else "client4"): client_ip, "sim": "127.0.0.1"}
-    return names
+    return {"server": server_ip, "server46": server_ip,
+            ("server6" if ":" in server_ip else "server4"): server_ip,
+            "client": client_ip, "client46": client_ip,
+            ("client6" if ":" in client_ip else "client4"): client_ip, "sim": "127.0.0.1"}
 
 
 def cgroup_parent(node: Node, token: str) -> str:
@@ -162,10 +160,6 @@ class ContainerSide:
             return "exited"
         return self.node.run(["sh", "-c", _READY, self.procs_file, flag, str(port)],
                              timeout=timeout).stdout.strip()
-
-    def state(self) -> ContainerState:
-        assert self.cid is not None
-        return self.node.engine().state(self.cid)
 
     def watch_pids(self) -> None:
         """Record the container's PIDs while it runs (``pids.txt``: perf's process filter)."""

@@ -121,7 +121,6 @@ class ContainerState:
     pid: int | None
     started_ns: int | None
     finished_ns: int | None
-    oom_killed: bool = False
 
 
 _RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
@@ -237,8 +236,7 @@ class Engine:
             running=running, exit_code=None if running else int(st.get("ExitCode", -1)),
             pid=int(st["Pid"]) or None if st.get("Pid") else None,
             started_ns=rfc3339_ns(str(st.get("StartedAt", ""))),
-            finished_ns=None if running else rfc3339_ns(str(st.get("FinishedAt", ""))),
-            oom_killed=bool(st.get("OOMKilled")))
+            finished_ns=None if running else rfc3339_ns(str(st.get("FinishedAt", ""))))
 
     def wait(self, cid: str, timeout: float) -> int | None:
         """Block until the container exits; its exit code, or None after ``timeout`` s."""
