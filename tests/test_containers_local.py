@@ -70,7 +70,7 @@ def image_campaign(tmp_path_factory, local_testbed):
 file_size: {SIZE}
 repetitions: 1
 port: 4450
-monitors: [pidstat, perf]
+monitors: [pidstat, perf, handshake]
 timeouts: {{setup: 3000, client: 120}}
 pairs:
   - {{server: quic-go, client: quic-go-qir}}
@@ -121,6 +121,15 @@ def test_server_container_processes_are_monitored(image_campaign):
     assert len(before) >= 2, "no process of the server container in the CPU snapshot"
     assert any("(quic-go-server)" in line for line in before[1:])  # the harness, by PID
     assert (side / "pidstat.txt").exists()
+
+
+def test_handshake_is_captured_on_an_image_servers_port(image_campaign):
+    """The capture follows the pair's server port (443 for an image), not the campaign's."""
+    result, _, _ = image_campaign
+    rec = next(r for r in result.records if r.server.implementation == "quic-go-qir"
+               and r.client.implementation == "quic-go")
+    assert rec.handshake is not None
+    assert rec.alpn in rec.handshake["alpn_offered"]
 
 
 def test_versions_name_the_image(image_campaign):

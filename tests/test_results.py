@@ -56,4 +56,4 @@ def test_a_newer_run_json_is_a_row_with_one_line_reason(tmp_path):
     row = load_results(root, cache=False).iloc[0]
     assert pd.isna(row["goodput_mbps"])
     assert row["reason"] == (f"unreadable run.json: {run}: run.json schema version 99 is newer "
-                             "than this runner reads (2); update the runner")
+                             "than this runner reads (3); update the runner")

@@ -390,15 +390,15 @@ class Attempt:
 
     def _measure(self, cenv: dict[str, str]) -> None:
         """Snapshots and samplers around the client run."""
-        ct = self._containers.get("server")
+        p, ct = self.plan, self._containers.get("server")
         pgid = self._server_proc.pgid if self._server_proc is not None else None
         procs = ct.procs_file if ct is not None else None
         self.smon.snapshot("before", self.server_logs, pgid, procs_file=procs)
         self.cmon.snapshot("before", self.client_logs)
-        series = self.smon.start_series(self.server_logs, pgid, procs_file=procs)
+        series = self.smon.start_series(self.server_logs, pgid, procs_file=procs, port=p.port)
         cseries = []
         try:
-            cseries = self.cmon.start_series(self.client_logs)
+            cseries = self.cmon.start_series(self.client_logs, port=p.port)
             self._run_client(cenv)
         finally:
             self.smon.stop_series(series)

@@ -102,19 +102,23 @@ class NodeMonitors:
         if lines:
             self.executor.run(["sh", "-c", "\n".join(lines)], timeout=timeout)
 
-    def start_context(self, pids: str | None = None) -> StartContext:
-        """What the monitors' commands depend on for this node."""
+    def start_context(self, pids: str | None = None, port: int | None = None) -> StartContext:
+        """What the monitors' commands depend on for this node (``port``: the attempt's
+        server port, where it is not the campaign's)."""
         return StartContext(
-            iface=self.iface, port=self.port, perf_event=self.perf_event,
+            iface=self.iface, port=self.port if port is None else port,
+            perf_event=self.perf_event,
             perf_frequency=self.options.perf.frequency,
             perf_call_graph=self.options.perf.call_graph,
             tcpdump_snaplen=self.options.tcpdump.snaplen,
             tcpdump_filter=self.options.tcpdump.filter, pids=pids)
 
     def start_series(self, logs: str, server_pgid: int | None = None,
-                     procs_file: str | None = None) -> list[Background]:
+                     procs_file: str | None = None, port: int | None = None
+                     ) -> list[Background]:
         """Start the background commands of the active monitors (samplers, perf, captures);
-        pidstat follows the server's process group (or its container's processes)."""
+        pidstat follows the server's process group (or its container's processes), the
+        captures the server's ``port`` (default: the campaign's)."""
         self._started = time.monotonic()
         pids = None
         if procs_file is not None and self.active("pidstat"):
@@ -123,7 +127,7 @@ class NodeMonitors:
         elif server_pgid is not None and self.active("pidstat"):
             pids = self.executor.run(["pgrep", "-d", ",", "-g", str(server_pgid)],
                                      timeout=10, check=False).stdout.strip() or None
-        ctx = self.start_context(pids)
+        ctx = self.start_context(pids, port)
         return [self._start(logs, command) for name in self.requested if self.active(name)
                 for command in MONITORS[name].series(ctx)]
 
