@@ -525,12 +525,22 @@ def _socket_accepts(path: Path) -> bool:
         return False
 
 
+def _still_starting(engine: Engine) -> bool:
+    """containerd's launch is still alive: the PID its launcher wrote (the shell that execs
+    nsenter, then containerd, keeping its PID), or, before that file exists, a process of the
+    launch found by its arguments. The pid file first: while a process execs, its
+    /proc/<pid>/cmdline can read empty for a moment, and one such scan ended a good start."""
+    pid = _pidfile_pid(engine.containerd_pidfile)
+    return (pid is not None and _alive(pid)) or bool(_scan(_is_launching, engine))
+
+
 def _start_containerd(engine: Engine) -> None:
     _write(engine.containerd_config, containerd_config_text(engine))
+    engine.containerd_pidfile.unlink(missing_ok=True)  # a stale PID must not look alive
     _launch(engine, containerd_argv(engine), engine.containerd_log, engine.containerd_pidfile)
     deadline = time.monotonic() + WAIT_S
     while not _socket_accepts(engine.containerd_socket):
-        if not _scan(_is_launching, engine) or time.monotonic() > deadline:
+        if not _still_starting(engine) or time.monotonic() > deadline:
             raise TestbedError(f"local testbed: containerd of {engine.node} did not start "
                                f"({engine.containerd_log}: {_log_tail(engine.containerd_log)})")
         time.sleep(0.02)
