@@ -17,7 +17,7 @@ from interop_runner.config.campaign import load_testbed
 from interop_runner.remote.docker_engine import LABEL_WORKDIR, Engine
 from interop_runner.remote.executor import LocalExecutor
 
-from .conftest import TESTBED_FILE
+from .conftest import TESTBED_FILE, wait_until
 from .test_campaign import assert_nodes_clean, campaign, execute
 
 SIZE = 10 * 2**20
@@ -65,6 +65,11 @@ def qir_cgroups() -> list[str]:
 @pytest.fixture(scope="module")
 def image_campaign(tmp_path_factory, local_testbed):
     tmp = tmp_path_factory.mktemp("containers")
+    # A testbed brought up just now may still run IPv6 duplicate address detection on its
+    # links (addresses "tentative", their routes not yet there): the kernel's change, not an
+    # image's. Take the state once it has settled.
+    wait_until(lambda: "tentative" not in "".join(node_network_state().values()), timeout=30,
+               what="IPv6 link-local addresses of both nodes out of duplicate address detection")
     before = node_network_state()
     cfg = campaign(tmp, f"""name: containers
 file_size: {SIZE}
