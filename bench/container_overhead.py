@@ -7,6 +7,7 @@ Both sides get 8 MiB socket buffer limits (knob ``rmem``/``wmem``), so quic-go r
 7 MiB buffers without CAP_NET_ADMIN, which no container of the runner has.
 
 Usage (root): .venv/bin/python bench/container_overhead.py [--repetitions 7] [--size 1GiB]
+    [--seed 16]
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=7)
     parser.add_argument("--size", default="1GiB")
+    parser.add_argument("--seed", type=int, default=16)
     args = parser.parse_args()
     local.up()
     testbed = load_testbed(local.TESTBED_FILE)
     cfg = CampaignConfig(
         name="container-overhead", testbed=str(local.TESTBED_FILE),
         file_size=parse_size(args.size), repetitions=args.repetitions,
-        pairs=[{"server": "quic-go", "client": "quic-go"},
-               {"server": "quic-go-qir", "client": "quic-go-qir"}],
+        pairs=[{"server": "quic-go", "client": "quic-go"}],
+        sweep={"axes": [{"path": "impl.quic-go", "values": ["quic-go", "quic-go-qir"],
+                         "name": "build"}], "order": "paired", "seed": args.seed},
         knobs={"rmem": "8MiB", "wmem": "8MiB"}, timeouts={"client": 600, "setup": 3000})
     out = Path(tempfile.mkdtemp(prefix="qir-bench-container-"))
     result = Campaign(cfg, testbed, out).execute()

@@ -248,7 +248,10 @@ def test_server_killed_mid_transfer(tmp_path, reliability):
     rec = the_record(camp, 2)
     assert rec["status"] in ("failed", "timeout") and rec["server"]["exit_code"] == 137
     finish(reliability, FAULTS[0], "continue",
-           f"attempt recorded `{rec['status']}` (server exit 137); {stopped_or_continued(camp)}",
+           # failed or timeout: whichever the client noticed first, the connection's end
+           # or its idle timeout
+           "attempt recorded `failed` or `timeout` (server exit 137); "
+           f"{stopped_or_continued(camp)}",
            cfg, camp, before, [(2, 1)])
 
 
@@ -528,7 +531,8 @@ def test_runner_sigkill_is_cleaned_up_by_the_resume(tmp_path, reliability):
     assert rec["status"] == "failed" and rec["interrupted"] and "runner was killed" in \
         rec["reason"]
     finish(reliability, FAULTS[9], "-", f"no record could be written by the killed runner; "
-           f"it left {left_by_kill} process(es) and {knobs_by_kill} knob item(s); the resume "
+           "it left processes running (their number depends on which monitors had started) and "
+           f"{knobs_by_kill} knob item(s); the resume "
            "killed the journaled process groups, replayed the knob journals, recorded the "
            f"attempt as `{outcome(rec)}` and ran it again", cfg, camp, before, [(2, 1)],
            resume_with=lambda: ok, left=processes_left(), knobs=knobs_not_restored(before))
@@ -712,22 +716,22 @@ CONTAINER_CLIENT_BIN = b"quic-go-client"  # the harness binary inside quic-go-qi
 
 
 def kill_runner_in_container_transfer(tmp_path: Path, name: str
-                                      ) -> tuple[Path, Path, dict[str, str], int, int]:
+                                      ) -> tuple[Path, Path, dict[str, str], int]:
     """SIGKILL a runner while repetition 2's client container transfers; return (config,
-    campaign dir, host state before, containers left, processes left)."""
+    campaign dir, host state before, containers left)."""
     before = host_state()
     cfg = fault_config(tmp_path, name, size="64MiB", client="quic-go-qir")
     camp = kill_runner_mid_transfer(cfg, tmp_path, CONTAINER_CLIENT_BIN)
     containers = len(our_containers())
     left = sum(len(stray_processes(ns, settle_s=0)) for ns in ("qir-server", "qir-client"))
     assert containers == 1 and left >= 1  # the client container and the server run on
-    return cfg, camp, before, containers, left
+    return cfg, camp, before, containers
 
 
 @pytest.mark.usefixtures("local_testbed")
 def test_runner_sigkill_during_container_transfer_next_campaign_removes_it(tmp_path,
                                                                             reliability):
-    cfg, camp, before, containers, left = kill_runner_in_container_transfer(tmp_path, "f-ct")
+    cfg, camp, before, containers = kill_runner_in_container_transfer(tmp_path, "f-ct")
     ok = resume(cfg, camp)
     meta = json.loads((camp / "campaign.json").read_text())
     removed = [k for k in sum(meta["killed_leftovers"].values(), []) if "container" in k]
@@ -735,7 +739,7 @@ def test_runner_sigkill_during_container_transfer_next_campaign_removes_it(tmp_p
     rec = the_record(camp, 2)
     assert rec["status"] == "failed" and "runner was killed" in rec["reason"]
     finish(reliability, FAULTS[15], "-", f"the killed runner left {containers} container "
-           f"({left} process(es) in the node namespaces with the server); the resume removed "
+           "(and processes in the node namespaces with the server); the resume removed "
            "the container by its labels (`killed_leftovers`: `removed container ...`), killed "
            f"the journaled server, recorded the attempt as `{outcome(rec)}` and ran it again; "
            "0 containers and 0 cgroups left", cfg, camp, before, [(2, 1)],
@@ -744,7 +748,7 @@ def test_runner_sigkill_during_container_transfer_next_campaign_removes_it(tmp_p
 
 @pytest.mark.usefixtures("local_testbed")
 def test_runner_sigkill_during_container_transfer_restore_removes_it(tmp_path, reliability):
-    cfg, camp, before, containers, left = kill_runner_in_container_transfer(tmp_path, "f-ctr")
+    cfg, camp, before, containers = kill_runner_in_container_transfer(tmp_path, "f-ctr")
     restore = run_cli("testbed", "restore", timeout=120)
     assert restore.returncode == 0, restore.stderr
     assert "removed container" in restore.stdout, restore.stdout
@@ -752,7 +756,7 @@ def test_runner_sigkill_during_container_transfer_restore_removes_it(tmp_path, r
     assert our_containers() == [] and qir_cgroups() == []
     assert left_after == 0 and knobs_after == 0
     finish(reliability, FAULTS[16], "-", f"the killed runner left {containers} container "
-           f"({left} process(es) with the server); `run.py testbed restore` removed the "
+           "(and processes with the server); `run.py testbed restore` removed the "
            "container, killed the server and replayed the knob journals: 0 containers, "
            "0 processes, 0 knobs left before the resume", cfg, camp, before, [(2, 1)],
            left=left_after, knobs=knobs_after)
