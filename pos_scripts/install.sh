@@ -129,6 +129,12 @@ elif [[ -x $cargo_bin ]]; then
 else
   log "cargo not found: flame graphs (inferno) unavailable; install Rust to get them"
 fi
+# Upstream source archives of the C implementations (meta.yml `sources:`, SHA-256 checked):
+# from a local source directory ($QIR_SOURCE_DIRS, else <checkout>/../shared/sources, then this
+# workplace's /work/shared/sources) or downloaded from their pinned URLs.
+log "source archives for implementations (offline builds on the nodes)"
+export QIR_SOURCE_DIRS="${QIR_SOURCE_DIRS:-$ROOT/../shared/sources:/work/shared/sources}"
+"$ROOT/.venv/bin/python" "$ROOT/run.py" sources >/dev/null
 # Base images of the image implementations (management node; the runner imports them on each
 # node's engine): Debian root file systems made with mmdebstrap, cached by their package list.
 for base in "$ROOT"/implementations/_shared/image-bases/*/; do

@@ -150,3 +150,46 @@ def test_node_network_unchanged_and_nothing_left(image_campaign):
     assert our_containers() == []
     assert qir_cgroups() == []
     assert_nodes_clean(testbed)
+
+
+# -- nginx with HTTP/3 (Debian trixie's nginx in an image) ---------------------------------------
+NGINX_CLIENTS = ("quic-go", "quiche", "ngtcp2", "quinn")
+
+
+@pytest.fixture(scope="module")
+def nginx_campaign(tmp_path_factory, local_testbed):
+    tmp = tmp_path_factory.mktemp("nginx")
+    pairs = "".join(f"  - {{server: nginx-h3, client: {c}}}\n" for c in NGINX_CLIENTS)
+    cfg = campaign(tmp, f"""name: nginx
+file_size: {SIZE}
+repetitions: 1
+monitors: [handshake]
+timeouts: {{setup: 3000, client: 120}}
+pairs:
+{pairs}  - {{server: quic-go, client: nginx-h3}}
+""")
+    return execute(cfg, tmp)
+
+
+def test_nginx_serves_the_goodput_testcase_to_native_clients(nginx_campaign):
+    by_client = {r.client.implementation: r for r in nginx_campaign.records
+                 if r.server.implementation == "nginx-h3"}
+    assert set(by_client) == set(NGINX_CLIENTS)
+    for client, rec in by_client.items():
+        assert rec.status == "ok", f"nginx-h3 -> {client}: {rec.status} {rec.reason}"
+        assert rec.hash_ok and rec.bytes_received == SIZE and rec.alpn == "h3"
+        assert rec.server.container and rec.server.container["image"].startswith("qir/nginx-h3:")
+        # the handshake monitor saw nginx's side of it on the image's port 443
+        assert rec.handshake is not None and "h3" in rec.handshake["alpn_offered"]
+
+
+def test_curl_downloads_from_a_native_server(nginx_campaign):
+    (rec,) = [r for r in nginx_campaign.records if r.client.implementation == "nginx-h3"]
+    assert rec.status == "ok", f"{rec.status} {rec.reason}"
+    assert rec.hash_ok and rec.bytes_received == SIZE and rec.alpn == "h3"
+    assert rec.client.container and rec.client.container["network_setup"] == "prevented"
+
+
+def test_nginx_campaign_leaves_nothing(nginx_campaign, local_testbed):
+    assert our_containers() == [] and qir_cgroups() == []
+    assert_nodes_clean(local_testbed)

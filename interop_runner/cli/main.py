@@ -1,9 +1,9 @@
 """Command line: the parser, the dispatch to one module per command group, exit codes.
 
 The commands live in :mod:`.run` (``run``), :mod:`.testbed` (``testbed``), :mod:`.results`
-(``validate``, ``list``, ``parse``, ``matrix``), :mod:`.report` and :mod:`.compare`; this
-module only wires them together and turns the errors they raise into one ``error:`` line on
-stderr and an exit code.
+(``validate``, ``list``, ``parse``, ``matrix``), :mod:`.report`, :mod:`.compare` and
+:mod:`.sources`; this module only wires them together and turns the errors they raise into one
+``error:`` line on stderr and an exit code.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from interop_runner.cli import compare, report, results, run, testbed
+from interop_runner.cli import compare, report, results, run, sources, testbed
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
                                    RegistryError, StoreError, UserError)
 from interop_runner.storage.store import private_umask
@@ -34,7 +34,7 @@ Command = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, Command] = {
     "run": run.cmd_run, "validate": results.cmd_validate, "testbed": testbed.cmd_testbed,
     "list": results.cmd_list, "parse": results.cmd_parse, "matrix": results.cmd_matrix,
-    "report": report.cmd_report, "compare": compare.command,
+    "report": report.cmd_report, "compare": compare.command, "sources": sources.cmd_sources,
 }
 
 
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     results.register_matrix(sub)
     report.register(sub)
     compare.register(sub)
+    sources.register(sub)
     return parser
 
 

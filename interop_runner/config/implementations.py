@@ -121,6 +121,20 @@ class ImageSpec(BaseModel):
         return self
 
 
+class UpstreamArchive(BaseModel):
+    """An upstream source archive an implementation builds from (meta.yml ``sources``): taken
+    from a local source directory or downloaded from ``url``, used only if its SHA-256 is
+    ``sha256``, and copied to the nodes by the runner (a node never downloads it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+    """The archive's file name (in the source cache and in QIR_SOURCES on the node)."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The SHA-256 the file must have."""
+    url: str = Field(pattern=r"^https://")
+    """Where upstream publishes exactly this file."""
+
+
 SHARED_DIR = "_shared"
 _BUILD_DIRS = {"__pycache__", "target"}
 
@@ -154,6 +168,8 @@ class ImplementationMeta(BaseModel):
     variant: VariantSpec | None = None
     # set when it runs as a container image instead of by its scripts
     image: ImageSpec | None = None
+    # upstream source archives its setup builds from (SHA-256 checked, copied to the nodes)
+    sources: list[UpstreamArchive] = []
 
     @property
     def is_image(self) -> bool:

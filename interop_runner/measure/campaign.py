@@ -42,6 +42,7 @@ from interop_runner.storage.run_record import RunRecord, load_run, write_run
 from interop_runner.testbed.knobs import NodeKnobs
 from interop_runner.testbed.leftovers import node_knobs
 from interop_runner.testbed.containers import reap_containers
+from interop_runner.testbed.sources import SourceError, put_sources
 from interop_runner.testbed.images import ensure_image
 from interop_runner.testbed.node import Node
 
@@ -482,8 +483,8 @@ class Campaign:
             else:
                 entry.version = versions[key] = node.install(
                     impl, self.cfg.timeouts.setup, archive.path if archive else None,
-                    archive.label if archive else None)
-        except (SetupError, VariantError, EngineError) as exc:
+                    archive.label if archive else None, extra_env=put_sources(node, impl))
+        except (SetupError, VariantError, EngineError, SourceError) as exc:
             tail = exc.tail if isinstance(exc, SetupError) else ""
             # Only the pairs with this implementation fail; the others still run.
             errors[key] = str(exc)
@@ -497,8 +498,9 @@ class Campaign:
         """Build, load or pull an image implementation on the node (after the native builds
         it takes files from); return its recorded version."""
         assert impl.image is not None
-        for native in impl.image.native:
-            node.install(load_registry()[native], self.cfg.timeouts.setup)
+        for name in impl.image.native:
+            native = load_registry()[name]
+            node.install(native, self.cfg.timeouts.setup, extra_env=put_sources(node, native))
         image = ensure_image(node, node.engine(), impl)
         images[key] = image.ref
         return image.version

@@ -22,6 +22,7 @@ from interop_runner.config.implementations import QIR_ENDPOINT_DIR, Implementati
 from interop_runner.errors import EngineError, SetupError
 from interop_runner.remote.docker_engine import ContainerSpec, Engine
 from interop_runner.testbed.node import Node
+from interop_runner.testbed.sources import sha256_file
 
 BASE_CACHE = Path("/var/cache/qir/images")  # pos_scripts/build-base-image.sh writes here
 BUILD_TIMEOUT_S = 1800.0
@@ -95,35 +96,20 @@ def _tag(meta: ImplementationMeta, base_key: str, native: dict[str, bytes]) -> s
     return f"qir/{meta.name}:{digest.hexdigest()[:16]}"
 
 
-def _upload_cached(node: Node, local: Path, sha256: str) -> str:
-    """Copy a management-side archive to the node's image cache (skipped when there)."""
-    remote_dir = f"{node.cfg.workdir}/image-cache"
-    remote = f"{remote_dir}/{local.name}"
-    node.run(["mkdir", "-p", remote_dir])
-    have = node.run(["sh", "-c", '[ -f "$0" ] && sha256sum -- "$0" || true', remote],
-                    timeout=600).stdout.split()
-    if not have or have[0] != sha256:
-        node.executor.put(local, remote)
-    return remote
-
-
 def _ensure_base(node: Node, engine: Engine, base: str) -> tuple[str, str]:
     """Import the base tarball on the node's engine once; return (its tag, its key)."""
     info = base_info(base)
     ref = f"qir-base/{base}:{info['key']}"
     if engine.image_id(ref) is None:
-        remote = _upload_cached(node, Path(info["tar"]), info["sha256"])
+        remote = node.upload_cached(Path(info["tar"]), info["sha256"], _image_cache(node))
         engine.import_file(remote, ref, timeout=600)
         node.run(["rm", "-f", "--", remote])
     return ref, info["key"]
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _image_cache(node: Node) -> str:
+    """Where image archives wait on the node until the engine has imported them."""
+    return f"{node.cfg.workdir}/image-cache"
 
 
 def _ensure_ref(node: Node, engine: Engine, meta: ImplementationMeta) -> str:
@@ -137,7 +123,7 @@ def _ensure_ref(node: Node, engine: Engine, meta: ImplementationMeta) -> str:
         if not archive.is_file():
             raise SetupError(f"{meta.name}: image.archive {archive} does not exist on the "
                              "management node", "")
-        remote = _upload_cached(node, archive, _sha256_file(archive))
+        remote = node.upload_cached(archive, sha256_file(archive), _image_cache(node))
         engine.load_file(remote, timeout=1800)
         node.run(["rm", "-f", "--", remote])
         if engine.image_id(ref) is None:

@@ -181,11 +181,13 @@ class Node:
         return env
 
     def install(self, meta: ImplementationMeta, timeout: float, source: Path | None = None,
-                source_label: str | None = None) -> str | None:
+                source_label: str | None = None,
+                extra_env: Mapping[str, str] | None = None) -> str | None:
         """Upload an implementation, run its ``setup`` (cached by the script), return version.
 
         A variant gets its own folder and SETUP_DIR; ``source`` (a tar of the library's source
-        tree) is unpacked to ``<impl dir>/variant-src``.
+        tree) is unpacked to ``<impl dir>/variant-src``. ``extra_env`` goes to ``setup`` and
+        ``version`` (e.g. QIR_SOURCES, where the upstream archives are on the node).
         """
         target = self.impl_dir(meta.name)
         for folder, local in meta.shared_dirs().items():
@@ -201,7 +203,7 @@ class Node:
             self.run(["rm", "-f", f"{target}/variant-src.tar"])
         setup_dir = self.setup_dir_for(meta)
         env = {"ROLE": self.cfg.role, "SETUP_DIR": setup_dir,
-               **self.variant_env(meta, source_label)}
+               **self.variant_env(meta, source_label), **(extra_env or {})}
         self.run(["mkdir", "-p", setup_dir])
         try:
             self.run([f"{target}/setup"], timeout=timeout, env=env, cwd=target)
@@ -217,6 +219,19 @@ class Node:
             if res.ok and res.stdout.strip():
                 return res.stdout.strip().splitlines()[0]
         return None
+
+    def upload_cached(self, local: Path, sha256: str, remote_dir: str) -> str:
+        """Copy a management-side file into ``remote_dir`` on the node, unless the node holds
+        a file of that name with that SHA-256 already; return its remote path. The copy goes
+        to a temporary name first, so an interrupted upload never looks complete."""
+        remote = f"{remote_dir}/{local.name}"
+        self.run(["mkdir", "-p", remote_dir])
+        have = self.run(["sh", "-c", '[ -f "$0" ] && sha256sum -- "$0" || true', remote],
+                        timeout=600).stdout.split()
+        if not have or have[0] != sha256:
+            self.executor.put(local, f"{remote}.part")
+            self.run(["mv", "-f", "--", f"{remote}.part", remote])
+        return remote
 
     def script_env(self, meta: ImplementationMeta, base: Mapping[str, str],
                    params: Mapping[str, object]) -> dict[str, str]:
