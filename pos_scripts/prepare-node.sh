@@ -36,7 +36,8 @@ NODE_PACKAGES=(
   iputils-ping
   ethtool sysstat ifstat tcpdump linux-perf zstd hwloc-nox
   nginx curl python3 python3-venv ca-certificates docker.io
-  build-essential make gcc g++ libc6-dev perl cmake libclang-dev libnuma-dev
+  build-essential make gcc g++ libc6-dev perl cmake ninja-build pkg-config libclang-dev libnuma-dev
+  libssl-dev zlib1g-dev
   ngtcp2-client ngtcp2-server
 )
 

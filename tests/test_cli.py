@@ -125,3 +125,14 @@ def test_python_dash_m_is_run_py(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         outputs.append(proc.stdout)
     assert outputs[0] == outputs[1] and outputs[0].startswith("usage: run.py ")
+
+
+def test_list_says_how_each_implementation_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert " native " in rows["lsquic"] and " 4.9.3 " in rows["lsquic"]
+    assert " native " in rows["picoquic"] and "d199d45b (2026-08-16)" in rows["picoquic"]
+    assert " image (debian-trixie) " in rows["nginx-h3"]
+    # the columns line up whatever the longest version is
+    starts = {line.index("roles=") for line in rows.values()}
+    assert len(starts) == 1, starts

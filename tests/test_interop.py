@@ -1,7 +1,8 @@
 """The implementation matrix on the real namespace testbed.
 
 Every implementation as server and as client against quic-go, and against itself (~20 MB);
-cipher suite and congestion control verifiably taking effect for quic-go, quiche and quinn.
+cipher suite and congestion control verifiably taking effect for quic-go, quiche, quinn and
+picoquic, and for native lsquic (AES-128-GCM vs ChaCha20, CUBIC vs BBR).
 The first test builds every implementation (setup is cached afterwards).
 """
 
@@ -94,18 +95,19 @@ def test_quic_handshakes_seen_on_the_wire(matrix):
         assert rec.alpn in rec.handshake["alpn_offered"]
 
 
-VERIFY = [name for name in ("quic-go", "quiche", "quinn") if name in REGISTRY]
+VERIFY = [name for name in ("quic-go", "quiche", "quinn", "picoquic") if name in REGISTRY]
 
 
-@pytest.mark.parametrize("cipher,cc", [("TLS_AES_256_GCM_SHA384", "reno"),
-                                       ("TLS_CHACHA20_POLY1305_SHA256", "cubic")])
-def test_cipher_and_congestion_control_take_effect(tmp_path, local_testbed, cipher, cc):
-    pairs = "\n".join(f"  - {{server: {n}, client: {n}}}" for n in VERIFY)
+def check_params_take_effect(tmp_path: Path, names: list[str], cipher: str, cc: str) -> list:
+    """Run each implementation against itself with ``cipher`` and ``cc``; check the wire, the
+    recorded effective values and the library's own report; return the records."""
+    pairs = "\n".join(f"  - {{server: {n}, client: {n}}}" for n in names)
     cfg = campaign(tmp_path, f"""name: params
 file_size: 5MB
 repetitions: 1
 port: 4441
 monitors: [handshake]
+timeouts: {{setup: 3000}}
 params: {{cipher: {cipher}, congestion_control: {cc}}}
 pairs:
 {pairs}
@@ -132,7 +134,27 @@ pairs:
             if reported_cipher is not None:
                 assert reported_cipher == cipher
         assert not [w for w in rec.warnings if "instead of" in w or "chose" in w], rec.warnings
-    assert {r.server.implementation for r in result.records} == set(VERIFY)
+    assert {r.server.implementation for r in result.records} == set(names)
+    return list(result.records)
+
+
+@pytest.mark.parametrize("cipher,cc", [("TLS_AES_256_GCM_SHA384", "reno"),
+                                       ("TLS_CHACHA20_POLY1305_SHA256", "cubic")])
+def test_cipher_and_congestion_control_take_effect(tmp_path, local_testbed, cipher, cc):
+    check_params_take_effect(tmp_path, VERIFY, cipher, cc)
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.parametrize("cipher,cc", [("TLS_AES_128_GCM_SHA256", "cubic"),
+                                       ("TLS_CHACHA20_POLY1305_SHA256", "bbr")])
+def test_native_lsquic_cipher_and_congestion_control(tmp_path, local_testbed, cipher, cc):
+    """lsquic's own report on both sides names the asked suite and controller (its log line
+    `cubic: initialized` / `bbr: initialized`), and the wire shows the suite."""
+    (rec,) = check_params_take_effect(tmp_path, ["lsquic"], cipher, cc)
+    for side in (rec.server, rec.client):
+        reported = side.negotiated or {}
+        assert (reported.get("cipher"), reported.get("congestion_control")) == (cipher, cc), \
+            side.negotiated
     assert_nodes_clean(local_testbed)
 
 

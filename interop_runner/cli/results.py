@@ -73,11 +73,14 @@ def _kind(meta: ImplementationMeta) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """One line per implementation: version, roles, protocols, support, parameters."""
-    for meta in load_registry().values():
+    registry = load_registry()
+    name_w = max(len(m.name) for m in registry.values())
+    version_w = max(len(m.version) for m in registry.values())
+    for meta in registry.values():
         params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
         sup = meta.supports
         flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog") if getattr(sup, n)]
-        print(f"{meta.name:12} {meta.version:14} {_kind(meta):22} "
+        print(f"{meta.name:{name_w}} {meta.version:{version_w}} {_kind(meta):22} "
               f"roles={','.join(meta.roles):14} "
               f"alpn={','.join(meta.alpns):14} cc={','.join(sup.congestion_control) or '-':16} "
               f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}")
