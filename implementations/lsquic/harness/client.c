@@ -374,7 +374,12 @@ static void
 on_reset (lsquic_stream_t *stream, lsquic_stream_ctx_t *dl, int how)
 {
     (void) stream;
-    (void) how;
+    /* how: 0 the server reset its sending side (RESET_STREAM), 1 it asked us to stop sending
+     * (STOP_SENDING), 2 both. A server that has read the whole request may send STOP_SENDING
+     * for it (quinn's h3 does so when it drops the request stream) while the response is
+     * still arriving: only a reset of the response fails the download. */
+    if (how == 1)
+        return;
     dl_fail(dl, "the server reset the stream");
 }
 

@@ -230,6 +230,11 @@ qir_engine_settings (struct lsquic_engine_settings *s, unsigned flags,
     s->es_max_sfcw = QIR_STREAM_WINDOW;
     s->es_cfcw = QIR_CONN_WINDOW;
     s->es_sfcw = QIR_STREAM_WINDOW;
+    /* No Retry: with es_support_srej a server answers a ClientHello split over several
+     * Initial packets (OpenSSL 3.5's with its post-quantum key share) with a Retry when the
+     * first tick sees only its first packet, and curl's connection then stalled (1 of 3 runs).
+     * The other servers here do not retry either (nginx: quic_retry off). */
+    s->es_support_srej = 0;
     if (0 != lsquic_engine_check_settings(s, flags, err, sizeof(err)))
         qir_die("invalid engine settings: %s", err);
 }
