@@ -443,6 +443,21 @@ class _ImplementationCheck:
                 src = Path(spec.source).expanduser()
                 if not src.is_dir():
                     self.errors.append(f"{self.source}: {where}.source: not a directory: {src}")
+            self.release_archive(where, spec)
+
+    def release_archive(self, where: str, spec: VariantSpec) -> None:
+        """A version variant of an implementation built from upstream archives names the
+        release's archive; only those take one."""
+        base = self.registry.get(spec.base)
+        if base is None:
+            return
+        if spec.archive is not None and not base.sources:
+            self.errors.append(f"{self.source}: {where}.archive: {spec.base} is not built from "
+                               "upstream source archives (give version alone)")
+        elif spec.version is not None and spec.archive is None and base.sources:
+            self.errors.append(f"{self.source}: {where}: {spec.base} builds from upstream "
+                               "source archives: a version variant needs archive: {file, "
+                               "sha256, url} of that release")
 
     def pairs(self) -> None:
         """``impl:``, ``servers:``/``clients:`` and ``pairs:``."""

@@ -56,12 +56,28 @@ _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 VARIANT_KINDS = ("version", "source", "build_env")
 
 
+class UpstreamArchive(BaseModel):
+    """An upstream source archive an implementation builds from (meta.yml ``sources``): taken
+    from a local source directory or downloaded from ``url``, used only if its SHA-256 is
+    ``sha256``, and copied to the nodes by the runner (a node never downloads it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+    """The archive's file name (in the source cache and in QIR_SOURCES on the node)."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The SHA-256 the file must have."""
+    url: str = Field(pattern=r"^https://")
+    """Where upstream publishes exactly this file."""
+
+
 class VariantSpec(BaseModel):
     """An implementation built differently from its pinned default (issue: A/B comparisons).
 
     ``version``: another release of the library (fetched from the registry into the build
-    caches); ``source``: a local source tree of the library (optionally exported at
-    ``commit``); ``build_env``: environment variables for the build (build options).
+    caches; for an implementation built from upstream source archives, ``archive`` names
+    that release's archive); ``source``: a local source tree of the library (optionally
+    exported at ``commit``); ``build_env``: environment variables for the build (build
+    options).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -70,6 +86,14 @@ class VariantSpec(BaseModel):
     source: str | None = None
     commit: str | None = Field(None, pattern=r"^[0-9a-fA-F]{7,40}$")
     build_env: dict[str, str] = {}
+    archive: UpstreamArchive | None = None
+
+    @model_validator(mode="after")
+    def _archive_is_a_release(self) -> "VariantSpec":
+        if self.archive is not None and (self.version is None or self.source is not None):
+            raise ValueError("archive names the release of a version variant: give version "
+                             "with it, and no source")
+        return self
 
     def kinds(self) -> list[str]:
         """Which variant kinds this spec uses (``version``, ``source``, ``build_env``)."""
@@ -119,20 +143,6 @@ class ImageSpec(BaseModel):
         if self.archive is not None and self.ref is None:
             raise ValueError("image: archive belongs to ref (the image the archive holds)")
         return self
-
-
-class UpstreamArchive(BaseModel):
-    """An upstream source archive an implementation builds from (meta.yml ``sources``): taken
-    from a local source directory or downloaded from ``url``, used only if its SHA-256 is
-    ``sha256``, and copied to the nodes by the runner (a node never downloads it)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    file: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-    """The archive's file name (in the source cache and in QIR_SOURCES on the node)."""
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    """The SHA-256 the file must have."""
-    url: str = Field(pattern=r"^https://")
-    """Where upstream publishes exactly this file."""
 
 
 SHARED_DIR = "_shared"

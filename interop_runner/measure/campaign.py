@@ -31,7 +31,8 @@ from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.plan import PlannedRun, check_resume, completed_keys, draw_seed, \
     plan_order, plan_runs
 from interop_runner.measure.preflight import check_knobs_on_nodes
-from interop_runner.measure.variants import SourceArchive, VariantError, pack_source
+from interop_runner.measure.variants import (SourceArchive, VariantError, pack_source,
+                                             release_source)
 from interop_runner.paths import PROJECT_ROOT as REPO_ROOT
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.campaign_record import AdaptiveRound, CampaignRecord, FileInfo, \
@@ -477,13 +478,17 @@ class Campaign:
                 if impl.name not in archives:
                     archives[impl.name] = pack_source(impl, packdir)
                 archive = archives[impl.name]
+            elif impl.variant is not None and impl.variant.archive:
+                archive = release_source(impl.variant.archive)
+            if archive is not None:
                 entry.variant_source = plain(archive.identity)
             if impl.is_image:
                 entry.version = versions[key] = self._install_image(node, impl, key, images)
             else:
                 entry.version = versions[key] = node.install(
                     impl, self.cfg.timeouts.setup, archive.path if archive else None,
-                    archive.label if archive else None, extra_env=put_sources(node, impl))
+                    archive.label if archive else None, extra_env=put_sources(node, impl),
+                    strip_top=bool(archive and "archive" in archive.identity))
         except (SetupError, VariantError, EngineError, SourceError) as exc:
             tail = exc.tail if isinstance(exc, SetupError) else ""
             # Only the pairs with this implementation fail; the others still run.

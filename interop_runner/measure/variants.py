@@ -18,7 +18,8 @@ from typing import Any
 from interop_runner.errors import ExecutorError
 
 from interop_runner.remote.executor import LocalExecutor
-from interop_runner.config.implementations import ImplementationMeta
+from interop_runner.config.implementations import ImplementationMeta, UpstreamArchive
+from interop_runner.testbed.sources import fetch
 
 
 class VariantError(Exception):
@@ -34,7 +35,10 @@ class SourceArchive:
 
     @property
     def label(self) -> str:
-        """Short identity for version strings: the commit, else the content hash."""
+        """Short identity for version strings: the commit, else the content hash (of a
+        release archive: ``release-<hash>``)."""
+        if "archive" in self.identity:
+            return f"release-{self.identity['sha256'][:12]}"
         commit = self.identity.get("commit")
         dirty = "+dirty" if self.identity.get("dirty") else ""
         return f"{commit[:12]}{dirty}" if commit else f"tree-{self.identity['sha256'][:12]}"
@@ -102,3 +106,12 @@ def _members_hash(archive: Path) -> str:
             if fh is not None:
                 digest.update(hashlib.sha256(fh.read()).digest())
     return digest.hexdigest()
+
+
+def release_source(archive: UpstreamArchive) -> SourceArchive:
+    """Another release of a library, for a version variant: its upstream archive from the
+    management cache (fetched and SHA-256 checked like the pinned ones), unpacked on the node
+    as the variant's source tree."""
+    fetched = fetch(archive)
+    return SourceArchive(fetched.path, {"archive": archive.file, "sha256": archive.sha256,
+                                        "url": archive.url})

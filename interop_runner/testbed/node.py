@@ -175,19 +175,21 @@ class Node:
         env = dict(spec.build_env)
         if spec.version:
             env["QIR_VARIANT_VERSION"] = spec.version
-        if spec.source:
+        if spec.source or spec.archive:  # a tree, or a release archive unpacked as one
             env["QIR_VARIANT_SOURCE"] = f"{self.impl_dir(meta.name)}/variant-src"
             env["QIR_VARIANT_SOURCE_ID"] = source_label or "source"
         return env
 
     def install(self, meta: ImplementationMeta, timeout: float, source: Path | None = None,
                 source_label: str | None = None,
-                extra_env: Mapping[str, str] | None = None) -> str | None:
+                extra_env: Mapping[str, str] | None = None, strip_top: bool = False) -> str | None:
         """Upload an implementation, run its ``setup`` (cached by the script), return version.
 
         A variant gets its own folder and SETUP_DIR; ``source`` (a tar of the library's source
-        tree) is unpacked to ``<impl dir>/variant-src``. ``extra_env`` goes to ``setup`` and
-        ``version`` (e.g. QIR_SOURCES, where the upstream archives are on the node).
+        tree) is unpacked to ``<impl dir>/variant-src`` (``strip_top``: without the archive's
+        one top-level directory, as in an upstream release archive). ``extra_env`` goes to
+        ``setup`` and ``version`` (e.g. QIR_SOURCES, where the upstream archives are on the
+        node).
         """
         target = self.impl_dir(meta.name)
         for folder, local in meta.shared_dirs().items():
@@ -198,8 +200,9 @@ class Node:
         if source is not None:
             self.run(["mkdir", "-p", f"{target}/variant-src"])
             self.executor.put(source, f"{target}/variant-src.tar")
-            self.run(["tar", "-xf", f"{target}/variant-src.tar", "-C", f"{target}/variant-src"],
-                     timeout=600)
+            strip = ["--strip-components=1"] if strip_top else []
+            self.run(["tar", "-xf", f"{target}/variant-src.tar", "-C", f"{target}/variant-src",
+                      *strip], timeout=600)
             self.run(["rm", "-f", f"{target}/variant-src.tar"])
         setup_dir = self.setup_dir_for(meta)
         env = {"ROLE": self.cfg.role, "SETUP_DIR": setup_dir,

@@ -146,3 +146,4 @@ def put_sources(node: Node, meta: ImplementationMeta) -> dict[str, str]:
         local = fetch(archive).path
         node.upload_cached(local, archive.sha256, remote_dir)
     return {"QIR_SOURCES": remote_dir}
+
