@@ -31,7 +31,7 @@ from interop_runner.remote.lease import Lease, holder, owner_line
 from interop_runner.units import format_iec
 
 REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl", "ps",
-                  "find")
+                  "find", "shred")
 
 
 SETUP_TAIL_LINES = 30
@@ -243,10 +243,14 @@ class Node:
                 **meta.param_env(dict(params))}
 
     def generate_file(self, name: str, size: int, timeout: float) -> str:
-        """Create ``size`` random bytes at ``<www>/<name>``; return its SHA-256."""
+        """Create ``size`` random bytes at ``<www>/<name>``; return its SHA-256.
+
+        The bytes come from shred's ISAAC generator (seeded from the kernel), one pass:
+        ~1.4 GiB/s here against ~0.23 GiB/s for ``/dev/urandom`` through ``head``, so an 8 GiB
+        file takes seconds, not half a minute."""
         path = f"{self.www}/{name}"
         self.run(["mkdir", "-p", self.www])
-        self.run(["sh", "-c", 'head -c "$1" /dev/urandom >"$0"', path, str(size)],
+        self.run(["sh", "-c", ': >"$0" && shred -n 1 -s "$1" -- "$0"', path, str(size)],
                  timeout=timeout)
         return self.sha256(path, timeout)
 
