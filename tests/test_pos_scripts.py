@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from interop_runner.testbed.node import REQUIRED_TOOLS
+
 ROOT = Path(__file__).resolve().parent.parent
 PREPARE = ROOT / "pos_scripts" / "prepare-node.sh"
 CHECK = ROOT / "pos_scripts" / "check-testbed.sh"
@@ -177,10 +179,8 @@ def test_package_list_covers_what_the_runner_uses() -> None:
         assert name in packages, f"{name} (install.sh) missing"
     # the tools the runner and the monitors call: the packages that provide them
     from interop_runner.monitors import MONITORS as MONITOR_SPECS
-    from interop_runner.testbed.node import REQUIRED_TOOLS
-
     provider = {"bash": "bash", "sha256sum": "coreutils", "stat": "coreutils", "ss": "iproute2",
-                "head": "coreutils", "df": "coreutils", "env": "coreutils",
+                "head": "coreutils", "df": "coreutils", "env": "coreutils", "shred": "coreutils",
                 "setsid": "util-linux", "openssl": "openssl", "ps": "procps",
                 "find": "findutils", "ethtool": "ethtool", "grep": "grep", "nstat": "iproute2",
                 "tc": "iproute2", "mpstat": "sysstat", "pidstat": "sysstat", "pgrep": "procps",
@@ -475,7 +475,7 @@ def test_check_reachable_nodes(sshd_netns: dict, tmp_path: Path) -> None:
         assert any(ln.startswith(f"ok   {node}: interface {dev} (state ") and "mtu 9000" in ln
                    for ln in lines), lines
         assert f"ok   {node}: address {ip} on {dev}" in lines
-        assert f"ok   {node}: required tools (11)" in lines
+        assert f"ok   {node}: required tools ({len(REQUIRED_TOOLS)})" in lines
     assert "ok   cli: ping 10.0.0.1 (srv) over qir-pt-b: 3/3 replies, avg rtt 0.052 ms" in lines
     assert (s["state"] / "ping.args").read_text() == "-n -q -c 3 -W 1 -I qir-pt-b 10.0.0.1\n"
     assert not [ln for ln in lines if ln.startswith("FAIL")]
