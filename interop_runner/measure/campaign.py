@@ -31,8 +31,7 @@ from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.plan import PlannedRun, check_resume, completed_keys, draw_seed, \
     plan_order, plan_runs
 from interop_runner.measure.preflight import check_knobs_on_nodes
-from interop_runner.measure.variants import (SourceArchive, VariantError, pack_source,
-                                             release_source)
+from interop_runner.measure.variants import SourceArchive, VariantError, variant_source
 from interop_runner.paths import PROJECT_ROOT as REPO_ROOT
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.campaign_record import AdaptiveRound, CampaignRecord, FileInfo, \
@@ -434,7 +433,7 @@ class Campaign:
         client.preflight(cfg.file_size + 16 * 2**20, client.cfg.tmpdir)
         versions: dict[str, str | None] = {}
         errors: dict[str, str] = {}
-        archives: dict[str, SourceArchive] = {}
+        archives: dict[str, SourceArchive | None] = {}
         images: dict[str, str] = {}  # "<role>:<implementation>" -> image on that node
         entries = doc.implementations = doc.implementations or {}
         packdir = Path(tempfile.mkdtemp(prefix="qir-variants-"))
@@ -464,7 +463,7 @@ class Campaign:
 
     def _install(self, node: Node, role: str, impl: ImplementationMeta,
                  versions: dict[str, str | None], errors: dict[str, str],
-                 archives: dict[str, SourceArchive], packdir: Path,
+                 archives: dict[str, SourceArchive | None], packdir: Path,
                  images: dict[str, str]) -> ImplementationEntry:
         """Install one implementation (or variant) on one node; a failure fails its pairs."""
         key = f"{role}:{impl.name}"
@@ -473,13 +472,9 @@ class Campaign:
         if impl.variant is not None:
             entry.variant = plain(impl.variant.model_dump(exclude_defaults=True))
         try:
-            archive = None
-            if impl.variant is not None and impl.variant.source:
-                if impl.name not in archives:
-                    archives[impl.name] = pack_source(impl, packdir)
-                archive = archives[impl.name]
-            elif impl.variant is not None and impl.variant.archive:
-                archive = release_source(impl.variant.archive)
+            if impl.name not in archives:  # once per campaign, for both nodes
+                archives[impl.name] = variant_source(impl, packdir)
+            archive = archives[impl.name]
             if archive is not None:
                 entry.variant_source = plain(archive.identity)
             if impl.is_image:
@@ -488,7 +483,7 @@ class Campaign:
                 entry.version = versions[key] = node.install(
                     impl, self.cfg.timeouts.setup, archive.path if archive else None,
                     archive.label if archive else None, extra_env=put_sources(node, impl),
-                    strip_top=bool(archive and "archive" in archive.identity))
+                    strip_top=bool(archive and archive.is_release))
         except (SetupError, VariantError, EngineError, SourceError) as exc:
             tail = exc.tail if isinstance(exc, SetupError) else ""
             # Only the pairs with this implementation fail; the others still run.

@@ -34,10 +34,15 @@ class SourceArchive:
     identity: dict[str, Any]
 
     @property
+    def is_release(self) -> bool:
+        """An upstream release archive (one top-level directory), not a packed tree."""
+        return "archive" in self.identity
+
+    @property
     def label(self) -> str:
         """Short identity for version strings: the commit, else the content hash (of a
         release archive: ``release-<hash>``)."""
-        if "archive" in self.identity:
+        if self.is_release:
             return f"release-{self.identity['sha256'][:12]}"
         commit = self.identity.get("commit")
         dirty = "+dirty" if self.identity.get("dirty") else ""
@@ -115,3 +120,14 @@ def release_source(archive: UpstreamArchive) -> SourceArchive:
     fetched = fetch(archive)
     return SourceArchive(fetched.path, {"archive": archive.file, "sha256": archive.sha256,
                                         "url": archive.url})
+
+
+def variant_source(meta: ImplementationMeta, workdir: Path) -> SourceArchive | None:
+    """What replaces the library's pinned source for a variant: its packed source tree, its
+    release archive, or nothing (a registry version or build options)."""
+    spec = meta.variant
+    if spec is not None and spec.source:
+        return pack_source(meta, workdir)
+    if spec is not None and spec.archive:
+        return release_source(spec.archive)
+    return None
