@@ -151,3 +151,27 @@ def test_pack_source_exports_the_commit_and_flags_a_dirty_tree(tmp_path):
         assert fh is not None and fh.read() == b"package a // local edit\n"
     assert not any(n.startswith(".git") for n in names)
     assert dirty.identity["sha256"] != archive.identity["sha256"]
+
+
+def test_release_archive_errors_name_the_key(campaign_file):
+    """A version variant of an archive-built implementation needs its release's archive;
+    a registry-built one takes none; an archive without a version is refused."""
+    sha = "a" * 64
+    path = campaign_file(f"""name: v
+file_size: 1MiB
+pairs: [{{server: lsq-old, client: qg-arch}}]
+implementations:
+  lsq-old: {{base: lsquic, version: 4.9.2}}
+  qg-arch: {{base: quic-go, version: v0.64.0,
+            archive: {{file: quic-go.tar.gz, sha256: {sha}, url: "https://example.invalid/x"}}}}
+""")
+    with pytest.raises(ConfigError) as err:
+        load_campaign(path)
+    text = "\n".join(err.value.lines)
+    assert "implementations.lsq-old: lsquic builds from upstream source archives: a version " \
+        "variant needs archive: {file, sha256, url} of that release" in text
+    assert "implementations.qg-arch.archive: quic-go is not built from upstream source " \
+        "archives (give version alone)" in text
+    with pytest.raises(ValueError, match="archive names the release of a version variant"):
+        VariantSpec(base="lsquic", archive={"file": "x.tar.gz", "sha256": sha,
+                                            "url": "https://example.invalid/x"})
