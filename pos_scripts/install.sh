@@ -7,7 +7,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
-          coreutils openssl python3 python3-venv git shellcheck ca-certificates
+          coreutils b3sum openssl python3 python3-venv git shellcheck ca-certificates
           sysstat linux-perf tcpdump ifstat hwloc-nox zstd iptables iputils-ping
           chromium chromium-driver fonts-dejavu-core docker.io mmdebstrap busybox-static)
 GO_MIN_MINOR=26

@@ -22,7 +22,7 @@ PROG=prepare-node
 # Debian packages of a node. Keep in sync with the runner (tests/test_pos_scripts.py checks
 # this list against implementations/*/apt-packages and the tools the runner calls):
 #  - reachability and the runner's own commands (interop_runner/testbed/node.py REQUIRED_TOOLS,
-#    executor, orchestrator, host knobs): sshd, bash, coreutils, findutils, grep, iproute2
+#    executor, orchestrator, host knobs): sshd, bash, coreutils, b3sum (BLAKE3), findutils, grep, iproute2
 #    (ip, ss, tc, nstat), util-linux (setsid, taskset, flock, lscpu), procps (ps, pgrep,
 #    sysctl), openssl (certificates), iptables (loss knob), ping (peer checks)
 #  - monitors (interop_runner/monitors/) and host facts (interop_runner/testbed/hostfacts.py):
@@ -32,7 +32,7 @@ PROG=prepare-node
 #    run as container images; the testbed file's docker_host, by default /var/run/docker.sock),
 #    and every implementations/*/apt-packages entry
 NODE_PACKAGES=(
-  openssh-server bash coreutils findutils grep iproute2 util-linux procps openssl iptables
+  openssh-server bash coreutils b3sum findutils grep iproute2 util-linux procps openssl iptables
   iputils-ping
   ethtool sysstat ifstat tcpdump linux-perf zstd hwloc-nox
   nginx curl python3 python3-venv ca-certificates docker.io

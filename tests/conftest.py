@@ -152,3 +152,20 @@ def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
         if not others or time.monotonic() > deadline:
             return others
         time.sleep(0.1)
+
+
+def scratch_leftovers(tmpdir: str | Path) -> list[str]:
+    """What a campaign left in a node's tmpdir, except the node's cache of generated files
+    (``files/`` with one ``random-<size>.bin`` and its ``.json`` record: kept on purpose)."""
+    root = Path(tmpdir)
+    if not root.exists():
+        return []
+    left = [p.name for p in root.iterdir() if p.name != "files"]
+    cache = root / "files"
+    if cache.is_dir():
+        names = sorted(p.name for p in cache.iterdir())
+        sizes = {n.rsplit(".", 1)[0] for n in names}
+        if len(names) != 2 or len(sizes) != 1 or not all(
+                n.startswith("random-") and n.endswith((".bin", ".json")) for n in names):
+            left += [f"files/{n}" for n in names]
+    return left

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import socket
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 from interop_runner.config.implementations import ImplementationMeta
 from interop_runner.measure.attempt import Attempt, AttemptPlan
 from interop_runner.storage.store import RunRecord, read_run, write_run
+from interop_runner.testbed.files import file_digest, prepare_file
 from interop_runner.testbed.node import Node
 
 from .test_node_local import CAMPAIGN, fake_implementation, local_pair, needs_tools, wait_until
@@ -31,6 +33,8 @@ pytestmark = needs_tools
 FILE = "goodput-262144.bin"
 SIZE = 256 * 1024
 ZEROS_SHA256 = hashlib.sha256(bytes(SIZE)).hexdigest()
+# BLAKE3 of SIZE zero bytes, as b3sum prints it (checked in test_zeros_digest_is_b3sums)
+ZEROS_BLAKE3 = "86bb2b521a10612d5a1d38204fac4fa632466d1866144d8a6a7e3afc050ce7ae"
 
 
 @dataclass
@@ -38,7 +42,7 @@ class Bench:
     meta: ImplementationMeta
     server: Node
     client: Node
-    sha256: str
+    digests: dict[str, str]  # algorithm -> digest of the served file
     attempts: Iterator[int]
 
 
@@ -51,9 +55,11 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
     for node in (server, client):
         node.preflight(SIZE + 2**20, node.cfg.tmpdir)
         assert node.install(meta, timeout=120) == "fake-1.0+local"
-    digest = server.generate_file(FILE, SIZE, timeout=120)
+    served = prepare_file(server, FILE, SIZE, "sha256", keep=True, timeout=120)
+    digests = {"sha256": served.digest,
+               "blake3": file_digest(server, served.path, "blake3", timeout=60)}
     client.install_ca(server.make_certificate(server.cfg.ip))
-    yield Bench(meta, server, client, digest, iter(range(1, 1000)))
+    yield Bench(meta, server, client, digests, iter(range(1, 1000)))
     for node in (server, client):
         node.cleanup(keep_files=False)
         node.close()
@@ -72,13 +78,15 @@ def free_port() -> int:
 
 
 def make_plan(bench: Bench, *, server: str = "ok", client: str = "ok", port: int | None = None,
-              client_timeout: float = 300, ready_timeout: float = 120) -> AttemptPlan:
+              client_timeout: float = 300, ready_timeout: float = 120,
+              algorithm: str = "blake3") -> AttemptPlan:
     return AttemptPlan(
         campaign_id=CAMPAIGN, testbed="local-executor", testcase="goodput", repetition=1,
         attempt=next(bench.attempts), server_meta=bench.meta, client_meta=bench.meta,
         server_version="fake-1.0+local", client_version="fake-1.0+local",
         server_params={"mode": server}, client_params={"mode": client}, alpn="http/1.1",
-        port=port or free_port(), file_name=FILE, file_size=SIZE, file_sha256=bench.sha256,
+        port=port or free_port(), file_name=FILE, file_size=SIZE,
+        file_digest=bench.digests[algorithm], hash_algorithm=algorithm,
         client_timeout=client_timeout, server_ready_timeout=ready_timeout)
 
 
@@ -128,7 +136,9 @@ def test_ok_attempt_is_timed_verified_and_stored(bench: Bench, tmp_path: Path) -
     rec, _ = run_attempt(bench, make_plan(bench), tmp_path)
     assert (rec.status, rec.reason) == ("ok", None), rec.reason
     assert rec.hash_ok is True and rec.bytes_received == SIZE
-    assert rec.sha256_received == rec.sha256_expected == bench.sha256
+    assert rec.hash_algorithm == "blake3"
+    assert rec.digest_received == rec.digest_expected == bench.digests["blake3"]
+    assert rec.sha256_received is None and rec.sha256_expected is None  # run.json 1-3 only
     assert rec.client.exit_code == 0 and rec.client.pid is not None and rec.client.pid > 0
     assert rec.start_ns is not None and rec.end_ns is not None and rec.end_ns >= rec.start_ns
     assert rec.goodput_mbps is not None and rec.duration_s is not None
@@ -158,17 +168,32 @@ def test_client_exit_codes(bench: Bench, tmp_path: Path, mode: str, status: str,
     assert stored(tmp_path)["status"] == status
 
 
-@pytest.mark.parametrize("mode,reason,received,hash_ok", [
-    ("nothing", f"client exited 0 but {FILE} is missing", None, None),
-    ("truncate", f"size mismatch: expected {SIZE} bytes, got 100", 100, False),
-    ("corrupt", "sha256 mismatch: expected {expected}, got " + ZEROS_SHA256, SIZE, False),
+@pytest.mark.parametrize("mode,reason,received,hash_ok,algorithm", [
+    ("nothing", f"client exited 0 but {FILE} is missing", None, None, "blake3"),
+    ("truncate", f"size mismatch: expected {SIZE} bytes, got 100", 100, False, "blake3"),
+    ("corrupt", "blake3 mismatch: expected {expected}, got " + ZEROS_BLAKE3, SIZE, False,
+     "blake3"),
+    ("corrupt", "sha256 mismatch: expected {expected}, got " + ZEROS_SHA256, SIZE, False,
+     "sha256"),
 ])
 def test_download_is_verified(bench: Bench, tmp_path: Path, mode: str, reason: str,
-                              received: int | None, hash_ok: bool | None) -> None:
-    rec, _ = run_attempt(bench, make_plan(bench, client=mode), tmp_path)
+                              received: int | None, hash_ok: bool | None,
+                              algorithm: str) -> None:
+    """A missing, short or corrupted download fails, with either hash (the corrupt client
+    writes SIZE zero bytes: the right size, the wrong content)."""
+    rec, _ = run_attempt(bench, make_plan(bench, client=mode, algorithm=algorithm), tmp_path)
     assert (rec.status, rec.client.exit_code) == ("failed", 0)
-    assert rec.reason == reason.format(expected=bench.sha256)
+    assert rec.reason == reason.format(expected=bench.digests[algorithm])
     assert (rec.bytes_received, rec.hash_ok, rec.goodput_mbps) == (received, hash_ok, None)
+    assert rec.hash_algorithm == algorithm
+
+
+def test_zeros_digest_is_b3sums(tmp_path: Path) -> None:
+    """The BLAKE3 digest above is what b3sum prints for SIZE zero bytes (and not SHA-256)."""
+    (tmp_path / "zeros").write_bytes(bytes(SIZE))
+    out = subprocess.run(["b3sum", "--", str(tmp_path / "zeros")], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.split()[0] == ZEROS_BLAKE3 != ZEROS_SHA256
 
 
 def test_client_timeout_kills_the_client(bench: Bench, tmp_path: Path) -> None:

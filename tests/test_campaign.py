@@ -15,7 +15,8 @@ from interop_runner.measure.campaign import Campaign
 from interop_runner.config.campaign import load_campaign
 from interop_runner.measure.attempt import Attempt
 
-from .conftest import ROOT, TESTBED_FILE, stray_processes, wait_until, write
+from .conftest import ROOT, TESTBED_FILE, scratch_leftovers, stray_processes, wait_until, \
+    write
 
 SIZE = 50 * 2**20
 
@@ -47,8 +48,7 @@ def assert_nodes_clean(testbed) -> None:
     for ns in ("qir-server", "qir-client"):
         assert stray_processes(ns) == [], f"processes left in {ns}"
     for node in testbed.nodes.values():
-        leftovers = [p.name for p in Path(node.tmpdir).glob("*")] if Path(node.tmpdir).exists() \
-            else []
+        leftovers = scratch_leftovers(node.tmpdir)  # the file cache stays, on purpose
         assert leftovers == [], f"scratch files left on {node.role}: {leftovers}"
         runs = Path(node.workdir) / "runs"
         assert not runs.exists() or list(runs.iterdir()) == []
@@ -102,7 +102,8 @@ pairs:
     assert ok["duration_s"].astype(float).tolist() == pytest.approx(expected_s.tolist())
     assert ok["goodput_mbps"].astype(float).tolist() == pytest.approx(
         (8 * SIZE / ok["duration_s"].astype(float) / 1e6).tolist())
-    assert (ok["sha256_received"] == ok["sha256_expected"]).all()
+    assert (ok["digest_received"] == ok["digest_expected"]).all()
+    assert set(ok["hash_algorithm"]) == {"blake3"} and ok["sha256_expected"].isna().all()
     assert set(ok["alpn"]) == {"h3", "http/1.1"}
     assert set(ok.loc[ok["server"] == "quic-go", "server_version"]) == {"v0.65.0"}
 
@@ -130,7 +131,9 @@ pairs:
     for node in ("server", "client"):
         facts = meta["hosts"][node]
         assert facts["kernel"] and int(facts["cores"]) >= 1 and facts["cpu_model"]
-    assert meta["file"]["sha256"] == data["sha256_expected"]
+    assert meta["file"]["digest"] == data["digest_expected"]
+    assert meta["file"]["hash_algorithm"] == data["hash_algorithm"] == "blake3"
+    assert isinstance(meta["file"]["reused"], bool) and "sha256" not in meta["file"]
 
     # parse writes the same rows
     out = tmp_path / "all.parquet"
@@ -368,4 +371,35 @@ pairs: [{server: broken, client: quic-go}, {server: quic-go, client: quic-go}]
     assert len(tail) == 30 and tail[-1] == "error: linker failed"
     assert tail[-2] == "compiling unit 40"
     assert meta["status"] == "finished"
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_cached_file_is_reused_until_its_content_changes(tmp_path, local_testbed):
+    """The second campaign of a size serves the server node's cached file; once a byte of it
+    changes, the next campaign generates a new one (a note says why) and every download of
+    it verifies."""
+    size = 3 * 2**20 + 7  # a size no other test uses: the first campaign generates it
+    cfg = campaign(tmp_path, f"""name: cache
+file_size: {size}
+repetitions: 1
+pairs: [{{server: quic-go, client: quic-go}}]
+""")
+    cached = Path(local_testbed.nodes["server"].tmpdir) / "files" / f"random-{size}.bin"
+    cached.unlink(missing_ok=True)  # from an earlier run of this test
+    files = []
+    for round_ in range(3):
+        if round_ == 2:
+            with open(cached, "r+b") as fh:
+                fh.seek(size // 3)
+                byte = fh.read(1)[0]
+                fh.seek(size // 3)
+                fh.write(bytes([byte ^ 0x80]))
+        camp = execute(cfg, tmp_path / str(round_))
+        files.append(json.loads((camp.directory / "campaign.json").read_text())["file"])
+        assert [r.status for r in camp.records] == ["ok"]
+        assert camp.records[0].digest_received == files[-1]["digest"]
+    assert [f.get("reused") for f in files] == [False, True, False]
+    assert files[0]["digest"] == files[1]["digest"] != files[2]["digest"]
+    assert "no longer matches its blake3 digest" in files[2]["note"]
     assert_nodes_clean(local_testbed)

@@ -416,9 +416,9 @@ def test_corrupted_download_is_a_hash_mismatch(tmp_path, reliability, monkeypatc
     camp = execute(cfg, tmp_path)
     monkeypatch.undo()
     rec = the_record(camp, 2)
-    assert rec["status"] == "failed" and rec["reason"].startswith("sha256 mismatch")
+    assert rec["status"] == "failed" and rec["reason"].startswith("blake3 mismatch")
     assert rec["hash_ok"] is False and rec["bytes_received"] == 32 * 2**20
-    finish(reliability, FAULTS[6], "stop", "attempt recorded `failed: sha256 mismatch: "
+    finish(reliability, FAULTS[6], "stop", "attempt recorded `failed: blake3 mismatch: "
            f"expected ..., got ...` (hash_ok false); {stopped_or_continued(camp)}",
            cfg, camp, before, [(2, 1)])
 

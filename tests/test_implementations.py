@@ -75,7 +75,7 @@ def test_env_contract(tmp_path):
         campaign_id="camp_1", testbed="local", testcase="goodput", repetition=2, attempt=1,
         server_meta=reg["quic-go"], client_meta=reg["quic-go"], server_version="v",
         client_version="v", server_params={"force_buffers": False}, client_params={},
-        alpn="h3", port=4433, file_name="goodput-10.bin", file_size=10, file_sha256="0" * 64,
+        alpn="h3", port=4433, file_name="goodput-10.bin", file_size=10, file_digest="0" * 64,
         client_timeout=10, server_ready_timeout=5, keylog=True,
         std_params=StandardParams(cipher="TLS_AES_256_GCM_SHA384", gso=False,
                                   socket_rcvbuf="4MiB"))

@@ -21,10 +21,11 @@ import pytest
 
 from interop_runner.config.implementations import ImplementationMeta, load_registry
 from interop_runner.errors import NodeBusy, PreflightError, SetupError
+from interop_runner.testbed.files import prepare_file
 from interop_runner.testbed.node import Node
 
 TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl", "ps",
-         "find", "curl", "flock", "pgrep", "truncate")
+         "find", "curl", "flock", "pgrep", "truncate", "shred", "b3sum")
 needs_tools = pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS),
                                  reason=f"needs {', '.join(TOOLS)} on PATH")
 pytestmark = needs_tools
@@ -179,9 +180,9 @@ def test_failing_setup_is_a_setup_error_with_its_output(tmp_path: Path) -> None:
 
 def test_generated_file_certificate_and_fetch(tmp_path: Path) -> None:
     server, client = local_pair(tmp_path)
-    digest = server.generate_file("goodput-4096.bin", 4096, timeout=60)
+    served = prepare_file(server, "goodput-4096.bin", 4096, "sha256", keep=False, timeout=60)
     data = Path(server.www, "goodput-4096.bin").read_bytes()
-    assert len(data) == 4096 and hashlib.sha256(data).hexdigest() == digest
+    assert len(data) == 4096 and hashlib.sha256(data).hexdigest() == served.digest
     pem = server.make_certificate(server.cfg.ip)
     assert pem.startswith(b"-----BEGIN CERTIFICATE-----")
     client.install_ca(pem)
@@ -228,7 +229,7 @@ def test_leftovers_of_a_killed_runner_are_reaped(tmp_path: Path) -> None:
 
 def test_cleanup_removes_the_campaign_files(tmp_path: Path) -> None:
     server, client = local_pair(tmp_path)
-    server.generate_file("f", 10, timeout=60)
+    prepare_file(server, "f", 10, "blake3", keep=False, timeout=60)
     server.run(["mkdir", "-p", f"{server.runs_dir}/x"])
     client.run(["mkdir", "-p", client.downloads, f"{client.runs_dir}/x"])
     server.cleanup(keep_files=True)

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from interop_runner.testbed.node import REQUIRED_TOOLS
+from interop_runner.testbed.files import HASH_COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 PREPARE = ROOT / "pos_scripts" / "prepare-node.sh"
@@ -181,11 +182,13 @@ def test_package_list_covers_what_the_runner_uses() -> None:
     from interop_runner.monitors import MONITORS as MONITOR_SPECS
     provider = {"bash": "bash", "sha256sum": "coreutils", "stat": "coreutils", "ss": "iproute2",
                 "head": "coreutils", "df": "coreutils", "env": "coreutils", "shred": "coreutils",
+                "b3sum": "b3sum",
                 "setsid": "util-linux", "openssl": "openssl", "ps": "procps",
                 "find": "findutils", "ethtool": "ethtool", "grep": "grep", "nstat": "iproute2",
                 "tc": "iproute2", "mpstat": "sysstat", "pidstat": "sysstat", "pgrep": "procps",
                 "ifstat": "ifstat", "perf": "linux-perf", "zstd": "zstd", "tcpdump": "tcpdump"}
-    tools = set(REQUIRED_TOOLS) | {t for spec in MONITOR_SPECS.values() for t in spec.tools}
+    tools = set(REQUIRED_TOOLS) | set(HASH_COMMANDS.values()) | \
+        {t for spec in MONITOR_SPECS.values() for t in spec.tools}
     for tool in tools:
         assert tool in provider, f"tool {tool!r}: add its Debian package to this test"
         assert provider[tool] in packages, f"{provider[tool]} (for {tool}) missing"

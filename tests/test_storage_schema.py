@@ -164,7 +164,7 @@ def test_a_version_that_is_no_version_number_is_refused(version: Any, tmp_path: 
     path = tmp_path / "run.json"
     path.write_text(json.dumps({**raw(SCHEMA_DIR / "run-v2.json"), "schema_version": version}))
     with pytest.raises(SchemaError, match=r"run\.json: run\.json schema version .* is not a "
-                                          r"version number \(this runner reads 1 to 3\)$"):
+                                          r"version number \(this runner reads 1 to 4\)$"):
         read_run(path)
 
 
@@ -196,7 +196,7 @@ def test_report_refuses_a_newer_campaign_with_the_same_line(tmp_path: Path) -> N
     (camp / "campaign.json").write_text(json.dumps({**raw(SCHEMA_DIR / "campaign-v2.json"),
                                                    "schema_version": 9}))
     with pytest.raises(ReportError, match=r"campaign\.json schema version 9 is newer than "
-                                          r"this runner reads \(2\); update the runner$"):
+                                          r"this runner reads \(3\); update the runner$"):
         load_campaign(camp)
 
 

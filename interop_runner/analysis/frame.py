@@ -29,6 +29,9 @@ COLUMNS: dict[str, Any] = {
     "hash_ok": "boolean",
     "sha256_expected": "string",
     "sha256_received": "string",
+    "hash_algorithm": "string",  # run.json 4; "sha256" in older records (upgraded)
+    "digest_expected": "string",
+    "digest_received": "string",
     "start_ns": "Int64",
     "end_ns": "Int64",
     "server_version": "string",

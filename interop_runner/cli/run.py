@@ -16,6 +16,7 @@ from interop_runner.units import format_iec
 if TYPE_CHECKING:
     from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig
     from interop_runner.measure.campaign import Campaign, CampaignResult
+    from interop_runner.analysis.estimate import History, RemainingTime
     from interop_runner.measure.plan import PlannedRun
 
 Progress = Callable[[Iterator[Any], int], Iterator[Any]]
@@ -87,7 +88,8 @@ def dry_run(args: argparse.Namespace, cfg: "CampaignConfig",
         variant = f" {run.variant.id}" if run.variant.id else ""
         print(f"{run.server:>10} -> {run.client:<10} rep {run.repetition:<4}{variant} "
               f"alpn={run.alpn or '-'}{note}")
-    _print_plan_summary(cfg, testbeds, seed, runs, [r for r in runs if r.key not in done])
+    _print_plan_summary(cfg, testbeds, seed, runs, [r for r in runs if r.key not in done],
+                        args.results_dir or Path(cfg.results_dir))
     return 0
 
 
@@ -110,10 +112,13 @@ def _seed(resume: Path | None) -> int:
 
 
 def _print_plan_summary(cfg: "CampaignConfig", testbeds: "list[TestbedConfig]", seed: int,
-                        runs: "list[PlannedRun]", todo: "list[PlannedRun]") -> None:
-    from interop_runner.measure.plan import estimate_seconds, plan_order
+                        runs: "list[PlannedRun]", todo: "list[PlannedRun]",
+                        results_dir: Path) -> None:
+    from interop_runner.analysis.estimate import describe_estimate, estimate_plan
+    from interop_runner.measure.plan import plan_order
 
-    est = estimate_seconds(cfg, todo)
+    est = estimate_plan(_history(results_dir, testbeds, todo), todo, cfg.file_size,
+                        workers=len(testbeds))
     order = plan_order(cfg, len(testbeds))
     seed_note = f", seed {cfg.sweep.seed if cfg.sweep.seed is not None else seed}" \
         if order == "shuffled" else ""
@@ -121,9 +126,8 @@ def _print_plan_summary(cfg: "CampaignConfig", testbeds: "list[TestbedConfig]", 
           f"{len(cfg.pair_list())} pair(s) x {cfg.repetitions} repetition(s), order "
           f"{order}{seed_note}), {len(todo)} to run; file {format_iec(cfg.file_size)}, "
           f"testbed {', '.join(t.name for t in testbeds)}"
-          f"{' (' + cfg.distribute + ')' if len(testbeds) > 1 else ''}; estimated "
-          f"{est / 60 / (len(testbeds) if cfg.distribute == 'spread' else 1):.1f} min at "
-          f"1 Gbit/s plus 1 s overhead per run")
+          f"{' (' + cfg.distribute + ')' if len(testbeds) > 1 else ''}")
+    print(describe_estimate(est))
     if cfg.sweep.adaptive is not None:
         extra = cfg.sweep.adaptive.max_repetitions - cfg.repetitions
         print(f"adaptive: up to {max(extra, 0)} more paired round(s) (to "
@@ -177,18 +181,63 @@ def _setup_failed(message: str, tail: str) -> None:
 
 
 def _progress(args: argparse.Namespace, cfg: "CampaignConfig", campaign: "Campaign") -> Progress:
-    """A tqdm progress bar over the whole campaign (none with ``--no-progress``)."""
+    """A tqdm progress bar over the whole campaign with the estimated time left (none with
+    ``--no-progress``)."""
+    if args.no_progress:
+        return lambda it, total: it
+    history = _history(campaign.results_root, campaign.testbeds, campaign.runs)
 
     def progress(it: Iterator[Any], total: int) -> Iterator[Any]:
-        if args.no_progress:
-            return it
         from tqdm import tqdm
 
+        left = _remaining(history, cfg, campaign)
         # over the whole campaign: runs stored before a resume count as done
-        return iter(tqdm(it, total=total + campaign.skipped, initial=campaign.skipped,
-                         unit="run", desc=cfg.name, file=sys.stderr))
+        bar = tqdm(total=total + campaign.skipped, initial=campaign.skipped, unit="run",
+                   desc=cfg.name, file=sys.stderr, postfix=left.label(),
+                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+        return _ticking(it, bar, left)
 
     return progress
+
+
+def _history(results_dir: Path, testbeds: "list[TestbedConfig]",
+             runs: "list[PlannedRun]") -> "History":
+    """What the campaign's testbeds measured before, for the pairs of ``runs``."""
+    from interop_runner.analysis.estimate import learn_history
+
+    return learn_history(results_dir, [t.name for t in testbeds],
+                         {(r.server, r.client) for r in runs})
+
+
+def _remaining(history: "History", cfg: "CampaignConfig", campaign: "Campaign"
+               ) -> "RemainingTime":
+    """The time left of the runs the campaign is about to go through (``campaign.runs``: an
+    adaptive round replaces them). With several testbeds the bar starts before their setup."""
+    from interop_runner.analysis.estimate import RemainingTime, estimate_plan, estimate_run
+
+    runs, workers = campaign.runs, len(campaign.testbeds)
+    estimates = {r.key: estimate_run(history, r, cfg.file_size).seconds for r in runs}
+    return RemainingTime(estimates, setup_s=history.setup.value if workers > 1 else 0.0,
+                         workers=workers,
+                         guess=estimate_plan(history, runs, cfg.file_size, workers).guess)
+
+
+def _ticking(it: Iterator[Any], bar: Any, left: "RemainingTime",
+             clock: Callable[[], float] | None = None) -> Iterator[Any]:
+    """Pass the items on; when the consumer comes back for the next one, the previous run
+    is done: move the bar and estimate the time left again (``clock``: time.monotonic)."""
+    import time
+
+    now = clock or time.monotonic
+    start = now()
+    try:
+        for item in it:
+            yield item
+            left.finished(now() - start, getattr(item, "key", None))
+            bar.set_postfix_str(left.label(), refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
 
 
 def _print_result(result: "CampaignResult") -> int:

@@ -190,6 +190,12 @@ class CampaignConfig(_Strict):
     keylog: bool = False
     qlog: bool = False
     keep_files: bool = False
+    # how downloads are verified: BLAKE3 (b3sum, several GB/s) or SHA-256 (sha256sum)
+    verify_hash: Literal["blake3", "sha256"] = "blake3"
+    # keep the generated file on the server node for the next campaign of the same size
+    # (checked against its digest before each use); false: a fresh file, and the node's
+    # cached files are removed at the end
+    file_cache: bool = True
     # a failed or timed-out attempt: record it and go on, or record it and stop the campaign
     on_error: Literal["continue", "stop"] = "continue"
     timeouts: Timeouts = Field(default_factory=Timeouts)

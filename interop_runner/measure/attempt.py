@@ -18,6 +18,7 @@ from interop_runner.errors import ConnectError, ExecutorError, KnobError
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.config.implementations import EXIT_UNSUPPORTED, ImplementationMeta
 from interop_runner.config.knobs import Knobs
+from interop_runner.testbed.files import HASH_COMMANDS
 from interop_runner.testbed.knobs import KnobState, NodeKnobs
 from interop_runner.measure.container import ContainerSide, qir_testcase
 from interop_runner.measure.monitor_session import NodeMonitors
@@ -51,7 +52,8 @@ _READY = (
     '  sleep 0.005; '
     'done'
 )
-_VERIFY = 'if [ -f "$0" ]; then stat -c %s -- "$0"; sha256sum -- "$0"; else echo missing; fi'
+# $0 the file, $1 the hash command (b3sum, sha256sum): its size and digest, or "missing"
+_VERIFY = 'if [ -f "$0" ]; then stat -c %s -- "$0"; "$1" -- "$0"; else echo missing; fi'
 
 
 @dataclass
@@ -73,7 +75,7 @@ class AttemptPlan:
     port: int
     file_name: str
     file_size: int
-    file_sha256: str
+    file_digest: str
     client_timeout: float
     server_ready_timeout: float
     keylog: bool = False
@@ -89,6 +91,7 @@ class AttemptPlan:
     # the image a side runs from on its node (image implementations; None: native scripts)
     server_image: str | None = None
     client_image: str | None = None
+    hash_algorithm: str = "blake3"  # of file_digest: "blake3" or "sha256"
 
     @property
     def pair(self) -> str:
@@ -126,7 +129,8 @@ def new_record(plan: AttemptPlan, server: Node, client: Node) -> RunRecord:
         params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
         hosts={n.cfg.role: {k: n.facts.get(k) for k in HOST_KEYS} for n in (server, client)},
         cell={"server": plan.cell[0], "client": plan.cell[1]} if plan.cell else None,
-        file_size=plan.file_size, sha256_expected=plan.file_sha256,
+        file_size=plan.file_size, hash_algorithm=plan.hash_algorithm,
+        digest_expected=plan.file_digest,
         monitors=dict(plan.monitors),
     )
 
@@ -471,21 +475,23 @@ class Attempt:
         self._verify()
 
     def _verify(self) -> None:
+        """Size and digest of the download, hashed on the client node after the transfer."""
         p, rec = self.plan, self.record
         path = f"{self.client.downloads}/{p.file_name}"
-        out = self.client.run(["sh", "-c", _VERIFY, path],
+        out = self.client.run(["sh", "-c", _VERIFY, path, HASH_COMMANDS[p.hash_algorithm]],
                               timeout=max(60.0, p.file_size / 100e6)).stdout.split()
         if out == ["missing"]:
             rec.status, rec.reason = "failed", f"client exited 0 but {p.file_name} is missing"
             return
-        rec.bytes_received, rec.sha256_received = int(out[0]), out[1]
-        rec.hash_ok = rec.sha256_received == p.file_sha256
+        rec.bytes_received, rec.digest_received = int(out[0]), out[1]
+        rec.hash_ok = rec.digest_received == p.file_digest
         if rec.bytes_received != p.file_size:
             rec.status = "failed"
             rec.reason = f"size mismatch: expected {p.file_size} bytes, got {rec.bytes_received}"
         elif not rec.hash_ok:
             rec.status = "failed"
-            rec.reason = f"sha256 mismatch: expected {p.file_sha256}, got {rec.sha256_received}"
+            rec.reason = (f"{p.hash_algorithm} mismatch: expected {p.file_digest}, got "
+                          f"{rec.digest_received}")
         else:
             assert rec.duration_s is not None
             rec.status, rec.reason = "ok", None

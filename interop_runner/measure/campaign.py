@@ -44,6 +44,8 @@ from interop_runner.testbed.leftovers import node_knobs
 from interop_runner.testbed.containers import reap_containers
 from interop_runner.testbed.sources import SourceError, put_sources
 from interop_runner.testbed.images import ensure_image
+from interop_runner.testbed.files import CACHE_CHECK, HASH_COMMANDS, SPACE_MARGIN, ServedFile, \
+    prepare_file, space_needed
 from interop_runner.testbed.node import Node
 
 Progress = Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
@@ -59,7 +61,7 @@ class Prepared:
     versions: dict[str, str | None]
     setup_errors: dict[str, str]  # "<role>:<implementation>" -> why its setup failed
     file_name: str
-    file_sha256: str
+    file_digest: str  # of cfg.verify_hash
     server_monitors: NodeMonitors
     client_monitors: NodeMonitors
     server_knobs: NodeKnobs | None = None
@@ -429,8 +431,10 @@ class Campaign:
         """Preflight both nodes, install every implementation, generate the file, exchange
         the certificate, check the monitors."""
         cfg = self.cfg
-        server.preflight(cfg.file_size + 16 * 2**20, server.cfg.tmpdir)
-        client.preflight(cfg.file_size + 16 * 2**20, client.cfg.tmpdir)
+        tools = (HASH_COMMANDS[cfg.verify_hash], HASH_COMMANDS[CACHE_CHECK])
+        server.preflight(space_needed(server, cfg.file_size, cfg.file_cache), server.cfg.tmpdir,
+                         tools)
+        client.preflight(cfg.file_size + SPACE_MARGIN, client.cfg.tmpdir, tools)
         versions: dict[str, str | None] = {}
         errors: dict[str, str] = {}
         archives: dict[str, SourceArchive | None] = {}
@@ -444,10 +448,7 @@ class Campaign:
                         node, role, impl, versions, errors, archives, packdir, images)
         finally:
             shutil.rmtree(packdir, ignore_errors=True)
-        gen_timeout = max(120.0, cfg.file_size / 50e6)
-        file_name = f"goodput-{cfg.file_size}.bin"
-        sha256 = server.generate_file(file_name, cfg.file_size, gen_timeout)
-        doc.file = FileInfo(name=file_name, size=cfg.file_size, sha256=sha256)
+        served = self._serve_file(server, doc)
         client.install_ca(server.make_certificate(server.cfg.ip))
         statuses = doc.monitors = doc.monitors or {}
         monitors = []
@@ -458,8 +459,23 @@ class Campaign:
             if mon.perf_event:
                 statuses[node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
-        return Prepared(versions, errors, file_name, sha256, monitors[0], monitors[1],
+        return Prepared(versions, errors, served.path.rsplit("/", 1)[1], served.digest,
+                        monitors[0], monitors[1],
                         images=images)
+
+    def _serve_file(self, server: Node, doc: CampaignRecord) -> ServedFile:
+        """The file to download, from the server node's cache when its content still matches
+        (a note in the record when a cached file had to be generated anew)."""
+        cfg = self.cfg
+        served = prepare_file(server, f"goodput-{cfg.file_size}.bin", cfg.file_size,
+                              cfg.verify_hash, keep=cfg.file_cache,
+                              timeout=max(120.0, cfg.file_size / 50e6))
+        doc.file = FileInfo(name=served.path.rsplit("/", 1)[1], size=served.size,
+                            hash_algorithm=served.algorithm, digest=served.digest,
+                            reused=served.reused, note=served.note)
+        if served.note:
+            print(f"warning: {server.name}: {served.note}", file=sys.stderr)
+        return served
 
     def _install(self, node: Node, role: str, impl: ImplementationMeta,
                  versions: dict[str, str | None], errors: dict[str, str],
@@ -584,7 +600,8 @@ class Campaign:
             server_image=prepared.images.get(f"server:{run.server}"),
             client_image=prepared.images.get(f"client:{run.client}"),
             alpn=run.alpn, port=self._server_port(run.server), file_name=prepared.file_name,
-            file_size=cfg.file_size, file_sha256=prepared.file_sha256,
+            file_size=cfg.file_size, file_digest=prepared.file_digest,
+            hash_algorithm=cfg.verify_hash,
             client_timeout=cfg.client_timeout(),
             server_ready_timeout=cfg.timeouts.server_ready,
             keylog=vcfg.keylog,  # key logs only when asked: nothing else reads them

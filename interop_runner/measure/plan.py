@@ -1,4 +1,5 @@
-"""The campaign plan: which runs, in which order, which are already stored, how long.
+"""The campaign plan: which runs, in which order, which are already stored (how long they
+take: :mod:`interop_runner.analysis.estimate`).
 
 Pure apart from reading stored records (resume) and the implementation registry.
 """
@@ -93,13 +94,6 @@ def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun])
                for _, data in stored_attempts(rep)):
             done.add(run.key)
     return done
-
-
-def estimate_seconds(cfg: CampaignConfig, runs: list[PlannedRun],
-                     assumed_mbps: float = 1000.0) -> float:
-    """Rough duration estimate: transfer at ``assumed_mbps`` plus 1 s overhead per run."""
-    runnable = sum(1 for r in runs if r.alpn is not None)
-    return runnable * (cfg.file_size * 8 / (assumed_mbps * 1e6) + 1.0)
 
 
 def check_resume(directory: Path, cfg: CampaignConfig) -> CampaignRecord:

@@ -13,6 +13,10 @@ Versions (:data:`CAMPAIGN_SCHEMA_VERSION` is the one written):
    existed) and ``plan`` (before sweeps: runs went pair by pair, repetitions in order).
 2. written from the typed model: ``plan`` always, ``monitors`` on every one-testbed document,
    optional keys absent rather than null. :func:`upgrade_1_to_2`.
+3. a choice of hash for the served file: ``file.hash_algorithm`` and ``file.digest``
+   (``file.sha256`` only as stored by versions 1-2), ``file.reused`` (taken from the
+   server node's cache of generated files) and ``file.note`` (why a cached file was
+   generated anew). :func:`upgrade_2_to_3`.
 
 :func:`read_campaign` returns the upgraded plain dict (what the analysis and the report
 read); :func:`load_campaign_record` returns the validated model (what resume reads).
@@ -31,7 +35,7 @@ from interop_runner.errors import StoreError
 from interop_runner.storage.layout import utc_now, write_json_atomic
 from interop_runner.storage.schema import DocumentSchema, first_error, read_document
 
-CAMPAIGN_SCHEMA_VERSION = 2
+CAMPAIGN_SCHEMA_VERSION = 3
 
 
 class _Doc(BaseModel):
@@ -71,11 +75,18 @@ class Session(_Doc):
 
 
 class FileInfo(_Doc):
-    """The file the clients download."""
+    """The file the clients download: its hash (``blake3`` or ``sha256``) and whether it came
+    from the server node's cache of generated files (``reused``; None: not recorded)."""
+
+    _omit_none = frozenset({"sha256", "reused", "note"})
 
     name: str
     size: int
-    sha256: str
+    sha256: str | None = None  # versions 1-2 only
+    hash_algorithm: str = "sha256"
+    digest: str | None = None
+    reused: bool | None = None
+    note: str | None = None  # why a cached file was not used (generated anew)
 
 
 class ImplementationEntry(_Doc):
@@ -187,7 +198,17 @@ def upgrade_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-CAMPAIGN_SCHEMA = DocumentSchema("campaign.json", CAMPAIGN_SCHEMA_VERSION, {1: upgrade_1_to_2})
+def upgrade_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    """A choice of hash: a version 2 runner hashed the served file with SHA-256."""
+    file = data.get("file")
+    if isinstance(file, dict):
+        data["file"] = {**file, "hash_algorithm": file.get("hash_algorithm", "sha256"),
+                        "digest": file.get("digest", file.get("sha256"))}
+    return data
+
+
+CAMPAIGN_SCHEMA = DocumentSchema("campaign.json", CAMPAIGN_SCHEMA_VERSION,
+                                 {1: upgrade_1_to_2, 2: upgrade_2_to_3})
 
 
 # -- files ------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
    (what its library reported after the handshake). :func:`upgrade_1_to_2`.
 3. container images: per side ``container`` (image, container id, network, what became of
    the image's network set-up), ``None`` for a side that ran natively. :func:`upgrade_2_to_3`.
+4. a choice of hash: ``hash_algorithm`` (``blake3`` or ``sha256``) with ``digest_expected``
+   and ``digest_received``; ``sha256_expected``/``sha256_received`` stay as stored by
+   versions 1-3 and are no longer written. :func:`upgrade_3_to_4`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -30,7 +33,7 @@ from interop_runner.storage.layout import write_json_atomic
 from interop_runner.storage.schema import (DocumentSchema, first_error, read_document,
                                           read_document_versioned)
 
-RUN_SCHEMA_VERSION = 3
+RUN_SCHEMA_VERSION = 4
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
@@ -92,8 +95,13 @@ class RunRecord(BaseModel):
     handshake: dict[str, Any] | None = None
     file_size: int | None = None
     bytes_received: int | None = None
+    # versions 1-3 only (SHA-256 was the one hash); version 4 writes the three keys below
     sha256_expected: str | None = None
     sha256_received: str | None = None
+    # the download's hash: "blake3" or "sha256", hex digests of the served and received file
+    hash_algorithm: str | None = None
+    digest_expected: str | None = None
+    digest_received: str | None = None
     hash_ok: bool | None = None
     start_ns: int | None = None
     end_ns: int | None = None
@@ -145,8 +153,20 @@ def upgrade_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
+    """A choice of hash: every version 3 runner verified with SHA-256 (its digests are kept
+    under their old keys too, so no stored value changes)."""
+    if data.get("sha256_expected") is not None or data.get("sha256_received") is not None:
+        data.setdefault("hash_algorithm", "sha256")
+    data.setdefault("hash_algorithm", None)
+    data.setdefault("digest_expected", data.get("sha256_expected"))
+    data.setdefault("digest_received", data.get("sha256_received"))
+    return data
+
+
 RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
-                                                             2: upgrade_2_to_3})
+                                                             2: upgrade_2_to_3,
+                                                             3: upgrade_3_to_4})
 
 
 # -- files ------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ machine never share files)::
     <workdir>/implementations/<name>/   uploaded scripts
     <workdir>/setup/                    SETUP_DIR: builds, cached across campaigns
     <workdir>/runs/<campaign-id>/...    per-attempt LOGS, fetched then removed
-    <tmpdir>/<campaign-id>/www          server: the generated file (tmpfs)
+    <tmpdir>/files/                     server: generated files kept between campaigns
+    <tmpdir>/<campaign-id>/www          server: a hard link to the generated file (tmpfs)
     <tmpdir>/<campaign-id>/certs        certificate and key / CA
     <tmpdir>/<campaign-id>/downloads    client: downloaded files
 """
@@ -134,9 +135,10 @@ class Node:
         return self.executor.run(argv, timeout=timeout or self.command_timeout, env=env,
                                  cwd=cwd, check=check)
 
-    def preflight(self, need_bytes: int, where: str) -> None:
-        """Check tools and free space in ``where`` (created if missing)."""
-        missing = self.executor.missing_tools(REQUIRED_TOOLS, self.command_timeout)
+    def preflight(self, need_bytes: int, where: str, tools: Sequence[str] = ()) -> None:
+        """Check tools (the required ones and ``tools``) and free space in ``where`` (created
+        if missing)."""
+        missing = self.executor.missing_tools((*REQUIRED_TOOLS, *tools), self.command_timeout)
         if missing:
             raise PreflightError(f"{self.name}: missing tools: {', '.join(missing)}")
         self.run(["mkdir", "-p", where, self.cfg.workdir])
@@ -241,22 +243,6 @@ class Node:
         """Contract environment for one script call on this node."""
         return {**base, "ROLE": self.cfg.role, "SETUP_DIR": self.setup_dir_for(meta),
                 **meta.param_env(dict(params))}
-
-    def generate_file(self, name: str, size: int, timeout: float) -> str:
-        """Create ``size`` random bytes at ``<www>/<name>``; return its SHA-256.
-
-        The bytes come from shred's ISAAC generator (seeded from the kernel), one pass:
-        ~1.4 GiB/s here against ~0.23 GiB/s for ``/dev/urandom`` through ``head``, so an 8 GiB
-        file takes seconds, not half a minute."""
-        path = f"{self.www}/{name}"
-        self.run(["mkdir", "-p", self.www])
-        self.run(["sh", "-c", ': >"$0" && shred -n 1 -s "$1" -- "$0"', path, str(size)],
-                 timeout=timeout)
-        return self.sha256(path, timeout)
-
-    def sha256(self, path: str, timeout: float) -> str:
-        """SHA-256 of a file on the node, computed on the node."""
-        return self.run(["sha256sum", "--", path], timeout=timeout).stdout.split()[0]
 
     def make_certificate(self, ip: str) -> bytes:
         """Create a self-signed certificate for ``ip``; return the PEM certificate."""
