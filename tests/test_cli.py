@@ -69,14 +69,39 @@ def test_errors_are_one_line_and_an_exit_code(exc: Exception, code: int,
     assert out == "" and err.splitlines() == [f"error: {line}" for line in expected]
 
 
+def dry_run_lines(capsys: pytest.CaptureFixture[str], *extra: str) -> list[str]:
+    """The output of ``run good.yml --dry-run`` (run from the repository root)."""
+    assert main(["run", str(GOOD.relative_to(ROOT)), "--dry-run", *extra]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
 def test_dry_run_prints_the_plan(capsys: pytest.CaptureFixture[str],
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    assert main(["run", str(GOOD.relative_to(ROOT)), "--dry-run"]) == 0
-    out = capsys.readouterr().out.splitlines()
+    out = dry_run_lines(capsys)
     assert out[0].split() == ["quic-go", "->", "quic-go", "rep", "1", "alpn=h3"]
-    assert out[1].startswith("1 run(s) (1 variant(s) x 1 pair(s) x 1 repetition(s), order "
-                             "sequential), 1 to run; file 1.00 MiB, testbed unreachable;")
+    assert out[1] == ("1 run(s) (1 variant(s) x 1 pair(s) x 1 repetition(s), order "
+                      "sequential), 1 to run; file 1.00 MiB, testbed unreachable")
+    assert out[2] == ("estimated 1 s (a guess: no earlier results of testbed 'unreachable' in "
+                      "results/; 1 Gbit/s and 1 s overhead per run assumed)")
+
+
+def test_dry_run_estimates_from_earlier_results(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_estimate import Att, store_campaign
+
+    monkeypatch.chdir(ROOT)
+    for day, mbps in (("01", 4.0), ("02", 8.0)):
+        store_campaign(tmp_path, f"202611{day}T000000Z",
+                       [Att("quic-go", "quic-go", mbps, 2, 0.5),
+                        Att("quic-go", "quic-go", mbps, 3, 0.5)],
+                       testbed="unreachable", wall_s=5.0)
+    store_campaign(tmp_path, "20261103T000000Z", [Att("quic-go", "quic-go", 1.0)])  # "local"
+    out = dry_run_lines(capsys, "--results-dir", str(tmp_path))
+    # 1 MiB at the median 6 Mbit/s: 1.4 s; overhead 0.5 s; setup 5 s - 1.5 s span
+    assert out[2] == ("estimated 5 s: transfers from this testbed's recent goodput of 1 pair, "
+                      "overhead 0.5 s per run and 3.5 s setup measured over 2 campaigns")
 
 
 def test_dry_run_of_a_resume_uses_the_stored_seed(tmp_path: Path,

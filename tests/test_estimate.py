@@ -38,7 +38,7 @@ class Att:
     start_s: float = 1.0
     duration_s: float = 1.0
     status: str = "ok"
-    testbed: str | None = "local"
+    testbed: str | None = ""  # "": the campaign's; None: not recorded (older records)
 
 
 def iso(ns: int) -> str:
@@ -61,16 +61,17 @@ def store_campaign(root: Path, stamp: str, attempts: list[Att], *, testbed: str 
         meta["wall_s"] = wall_s
     directory.mkdir(parents=True)
     (directory / "campaign.json").write_text(json.dumps(meta))
-    store_runs(directory, attempts, t0_ns)
+    store_runs(directory, attempts, t0_ns, testbed)
     return directory
 
 
-def store_runs(directory: Path, attempts: list[Att], t0_ns: int) -> None:
+def store_runs(directory: Path, attempts: list[Att], t0_ns: int, testbed: str = "") -> None:
     for rep, att in enumerate(attempts, 1):
         run = copy.deepcopy(RUN)
         start = t0_ns + int(att.start_s * 1e9)
         run.update(campaign=directory.name, repetition=rep, status=att.status,
-                   goodput_mbps=att.mbps, testbed=att.testbed, start_ns=start,
+                   goodput_mbps=att.mbps, testbed=testbed if att.testbed == "" else att.testbed,
+                   start_ns=start,
                    end_ns=start + int(att.duration_s * 1e9), duration_s=att.duration_s)
         run["server"]["implementation"], run["client"]["implementation"] = att.server, att.client
         out = directory / f"{att.server}_{att.client}" / "goodput" / str(rep) / "attempt-1"
@@ -308,7 +309,8 @@ def test_the_progress_bar_shows_the_time_left(tmp_path: Path,
     campaign = SimpleNamespace(results_root=tmp_path, testbeds=[SimpleNamespace(name="local")],
                                runs=runs, skipped=1)
     cfg = SimpleNamespace(name="demo", file_size=10**6)
-    progress = cli_run._progress(argparse.Namespace(no_progress=False), cfg, campaign)  # type: ignore[arg-type]
+    args = argparse.Namespace(no_progress=False)
+    progress = cli_run._progress(args, cfg, campaign)  # type: ignore[arg-type]
     assert list(progress(iter(runs), len(runs))) == runs
     err = capsys.readouterr().err
     # 1 MB at 8 Mbit/s and the guessed 1 s overhead: 2 x 2 s before the first run finishes

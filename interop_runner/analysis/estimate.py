@@ -161,8 +161,7 @@ def describe_estimate(est: PlanEstimate) -> str:
     if est.guess:
         return f"{head} ({_no_history(est.history)}; {GUESS_MBPS / 1000:g} Gbit/s and " \
                f"{GUESS_OVERHEAD_S:g} s overhead per run assumed)"
-    parts = [p for p in (_transfer_note(est), _timing_note(est.history)) if p]
-    return f"{head}: {', '.join(parts)}"
+    return f"{head}: {_transfer_note(est)}, {_timing_note(est.history)}"
 
 
 def format_duration(seconds: float) -> str:
@@ -204,7 +203,8 @@ def _transfer_note(est: PlanEstimate) -> str:
 
 def _timing_note(history: History) -> str:
     overhead, setup = history.overhead, history.setup
-    text = f"overhead {overhead.value:.2g} s per run and {setup.value:.1f} s setup"
+    per_run = f"{overhead.value:.2g}" if overhead.value < 10 else f"{overhead.value:.0f}"
+    text = f"overhead {per_run} s per run and {setup.value:.1f} s setup"
     if overhead.source.measured:
         return f"{text} measured over {_count(overhead.source.campaigns, 'campaign')}"
     return f"{text} guessed (no finished campaign of {_names(history)} to measure them)"
@@ -216,7 +216,7 @@ def _count(n: int, noun: str) -> str:
 
 # -- the time left while a campaign runs -----------------------------------------------------
 class RemainingTime:
-    """The time left of running campaign: the estimates of the runs not finished yet,
+    """The time left of a running campaign: the estimates of the runs not finished yet,
     scaled by how long the finished ones really took compared with their estimates."""
 
     def __init__(self, estimates: Mapping[str, float], *, setup_s: float = 0.0,

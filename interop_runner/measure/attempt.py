@@ -11,7 +11,7 @@ import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from interop_runner.errors import ConnectError, ExecutorError, KnobError
 
@@ -157,8 +157,11 @@ class Attempt:
                  server_monitors: NodeMonitors | None = None,
                  client_monitors: NodeMonitors | None = None,
                  server_knobs: NodeKnobs | None = None,
-                 client_knobs: NodeKnobs | None = None) -> None:
+                 client_knobs: NodeKnobs | None = None,
+                 before_transfer: Callable[[], None] | None = None) -> None:
         self.plan, self.server, self.client, self.out_dir = plan, server, client, out_dir
+        # called before the first snapshot: the campaign finishes earlier attempts' work there
+        self.before_transfer = before_transfer
         self.smon = server_monitors or NodeMonitors(server.executor, server.name,
                                                     server.cfg.interface, [])
         self.cmon = client_monitors or NodeMonitors(client.executor, client.name,
@@ -224,11 +227,13 @@ class Attempt:
         return {**env, **meta.param_env(dict(params))}
 
     # -- phases --------------------------------------------------------------------------------
-    def run(self) -> RunRecord:
+    def run(self, postprocess: bool = True) -> RunRecord:
         """Run the attempt; return its record (status ok/failed/unsupported/timeout).
 
         An interrupt or an unexpected error is recorded as a failed attempt and kept in
-        ``self.abort``; the caller stores the record and then re-raises it.
+        ``self.abort``; the caller stores the record and then re-raises it. Without
+        ``postprocess`` the caller calls :meth:`postprocess` (management-side work on the
+        fetched files) before it stores the record.
         """
         rec, p = self.record, self.plan
         rec.started_at = utc_now()
@@ -273,6 +278,8 @@ class Attempt:
                     rec.interrupted = True
                 self.abort = self.abort or exc
         rec.finished_at = utc_now()
+        if postprocess:
+            self.postprocess()
         return rec
 
     def _apply_knobs(self) -> None:
@@ -394,6 +401,8 @@ class Attempt:
 
     def _measure(self, cenv: dict[str, str]) -> None:
         """Snapshots and samplers around the client run."""
+        if self.before_transfer is not None:
+            self.before_transfer()
         p, ct = self.plan, self._containers.get("server")
         pgid = self._server_proc.pgid if self._server_proc is not None else None
         procs = ct.procs_file if ct is not None else None
@@ -511,6 +520,23 @@ class Attempt:
                     self.record.warnings.append(f"{role} ({side.implementation}) reports "
                                                 f"{problem}")
 
+    def postprocess(self) -> None:
+        """Management-side work on the fetched files (no node involved): what each library
+        reported after its handshake, and the handshake, perf and tcpdump monitors' output
+        turned into the record's fields. A failure is a warning of the record."""
+        try:
+            self._negotiated()
+            if self.cmon.active("handshake"):
+                process_handshake(self.out_dir, self.record)
+            if self.smon.active("perf") or self.cmon.active("perf"):
+                process_perf(self.out_dir, self.record)
+            if self.smon.active("tcpdump") or self.cmon.active("tcpdump"):
+                mtu = int(self.server.facts.get("mtu") or 1500)
+                process_pcaps(self.out_dir, self.record, {"server": self.server.cfg.ip,
+                                                          "client": self.client.cfg.ip}, mtu)
+        except Exception as exc:  # the record is kept whatever the post-processing found
+            self.record.warnings.append(f"post-processing failed: {exc!r}")
+
     def _end_containers(self) -> None:
         """Stop the server's container, keep both containers' output, remove them."""
         try:
@@ -563,15 +589,6 @@ class Attempt:
                     self.record.warnings.append(
                         f"{node.name}: not copied to the results (key material; removed on the "
                         f"node): {', '.join(held_back)}")
-            self._negotiated()
-            if self.cmon.active("handshake"):
-                process_handshake(self.out_dir, self.record)
-            if self.smon.active("perf") or self.cmon.active("perf"):
-                process_perf(self.out_dir, self.record)
-            if self.smon.active("tcpdump") or self.cmon.active("tcpdump"):
-                mtu = int(self.server.facts.get("mtu") or 1500)
-                process_pcaps(self.out_dir, self.record, {"server": self.server.cfg.ip,
-                                                          "client": self.client.cfg.ip}, mtu)
             self.client.run(["rm", "-rf", "--", f"{self.client.downloads}/{p.file_name}",
                              self.client_logs], check=False)
             self.server.run(["rm", "-rf", "--", self.server_logs], check=False)

@@ -27,6 +27,7 @@ from interop_runner.config.implementations import ImplementationMeta, load_regis
 from interop_runner.errors import EngineError, ExecutorError, PreflightError, SetupError, \
     StoreError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
+from interop_runner.measure.deferred import DeferredWork
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.plan import PlannedRun, check_resume, completed_keys, draw_seed, \
     plan_order, plan_runs
@@ -167,6 +168,9 @@ class Campaign:
         # adaptive A/B: the cells (server, client as written) whose verdict is still open,
         # from the records stored in a campaign directory (the CLI wires in the analysis)
         self.undecided: Callable[[Path], set[tuple[str, str]]] | None = None
+        # called with each stored run.json (from the deferred-work thread, in order)
+        self.on_stored: Callable[[Path], None] | None = None
+        self._deferred: DeferredWork | None = None
         # host keys accepted on first use by a connection made before the campaign (per testbed)
         self.trusted_before: dict[str, list[dict[str, str]]] = {}
         # how a node is reached: SSH (tests may hand in nodes with a LocalExecutor)
@@ -227,6 +231,7 @@ class Campaign:
         write_campaign(path, doc,
                        overwrite=self.resume is not None or meta_file != "campaign.json")
         nodes: list[Node] = []
+        self._deferred = DeferredWork(exclusive=self.testbed.local)
         with _Interrupt():
             try:
                 self._session(nodes, doc, path, result, progress, on_record)
@@ -236,6 +241,7 @@ class Campaign:
                 result.interrupted = isinstance(exc, KeyboardInterrupt)
                 raise
             finally:
+                self._deferred.close()  # every record stored before the nodes are let go
                 self._release(nodes, doc)
                 doc.finished_at = utc_now()
                 result.wall_s = doc.wall_s = time.monotonic() - t0
@@ -538,6 +544,8 @@ class Campaign:
             if self.cfg.on_error == "stop" and record.status in ("failed", "timeout"):
                 raise CampaignStopped(f"{run.key} attempt {record.attempt} {record.status}: "
                                       f"{record.reason} (on_error: stop; --resume runs it again)")
+        if self._deferred is not None:
+            self._deferred.wait()  # every record stored: the caller may read them now
 
     def _run_one(self, run: PlannedRun, server: Node, client: Node, prepared: Prepared,
                  directory: Path) -> tuple[RunRecord, BaseException | None]:
@@ -556,14 +564,25 @@ class Campaign:
             lost.interrupted = True
             write_run(out.parent / f"attempt-{orphan}", lost)
         out.mkdir(parents=True)
-        record, abort = self._attempt(run, plan, server, client, prepared, out)
+        record, attempt_run = self._attempt(run, plan, server, client, prepared, out)
+        if self._deferred is None:  # outside a session (tests): everything now
+            self._store(attempt_run, record, out)
+        else:
+            self._deferred.submit(lambda: self._store(attempt_run, record, out))
+        return record, attempt_run.abort if attempt_run is not None else None
+
+    def _store(self, attempt_run: Attempt | None, record: RunRecord, out: Path) -> None:
+        """Post-process an attempt that ran, store its record, hand it on (``on_stored``)."""
+        if attempt_run is not None:
+            attempt_run.postprocess()
         write_run(out, record)
-        return record, abort
+        if self.on_stored is not None:
+            self.on_stored(out / "run.json")
 
     def _attempt(self, run: PlannedRun, plan: AttemptPlan, server: Node, client: Node,
-                 prepared: Prepared, out: Path) -> tuple[RunRecord, BaseException | None]:
-        """Run one attempt; a pair whose setup failed or without a common protocol gets its
-        record without running."""
+                 prepared: Prepared, out: Path) -> tuple[RunRecord, Attempt | None]:
+        """Run one attempt (not post-processed: :meth:`_store`); a pair whose setup failed or
+        without a common protocol gets its record without running."""
         broken = [prepared.setup_errors[k] for k in (f"server:{run.server}",
                                                      f"client:{run.client}")
                   if k in prepared.setup_errors]
@@ -576,9 +595,9 @@ class Campaign:
                 f"client speaks {', '.join(plan.client_meta.alpns)}"), None
         attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
                               prepared.client_monitors, prepared.server_knobs,
-                              prepared.client_knobs)
-        record = attempt_run.run()
-        return record, attempt_run.abort
+                              prepared.client_knobs,
+                              self._deferred.before_transfer if self._deferred else None)
+        return attempt_run.run(postprocess=False), attempt_run
 
     def _server_port(self, server: str) -> int:
         """The port the server listens on: the campaign's, or an image's own (QIR: 443)."""

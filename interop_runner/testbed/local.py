@@ -18,7 +18,8 @@ docker.io is installed. The static testbed file describing this layout is
 :func:`status` snapshot and returns at once when the testbed is healthy; otherwise every step
 checks the current state and only does what is missing (so it also repairs a half-made
 testbed). :func:`down` removes everything again, stopping processes by PID only; the
-engines' image caches survive it unless ``purge`` is given.
+engines' image caches and each node's scratch tmpfs (with the server's cached file) survive
+it unless ``purge`` is given.
 
 All commands run through :class:`~interop_runner.remote.executor.LocalExecutor` as argv lists.
 """
@@ -72,6 +73,9 @@ WORK_ROOT = Path("/var/tmp/qir")
 
 NODE_SHELL_RC = "# ~/.bashrc of a local-testbed node: intentionally empty (see testbeds/local.py)\n"
 
+# each node's tmpdir is a tmpfs of its own (see _ensure_scratch); its size is a limit, not
+# a reservation: an 8 GiB file on the server plus its 8 GiB download on the client fit
+SCRATCH_OPTIONS = "mode=0755,size=75%"
 SSH_WAIT_S = 10.0  # how long up() waits for both sshd to answer
 STOP_GRACE_S = 2.0  # TERM -> KILL grace when stopping processes
 CMD_TIMEOUT_S = 15.0
@@ -754,13 +758,47 @@ def _log_tail(node: NodeSpec) -> str:
     return lines[-1][:200] if lines else ""
 
 
+def _tmpfs_at(path: str, mounts: str) -> str | None:
+    """The options of the tmpfs mounted at ``path`` in a mount table (None: none is)."""
+    for entry in mounts.splitlines():
+        fields = entry.split()
+        if len(fields) >= 4 and fields[1] == path and fields[2] == "tmpfs":
+            return fields[3]
+    return None
+
+
+def _scratch_visible(node: NodeSpec, pid: int | None = None) -> bool:
+    """Whether the node's scratch tmpfs is mounted here (or in process ``pid``'s mounts)."""
+    table = Path(f"/proc/{pid}/mounts" if pid else "/proc/self/mounts")
+    try:
+        return _tmpfs_at(node.tmpdir, table.read_text()) is not None
+    except OSError:
+        return False
+
+
+def _ensure_scratch(node: NodeSpec) -> None:
+    """Give the node's tmpdir its own tmpfs with transparent huge pages where the kernel has
+    them: hashing and removing an 8 GiB download then costs ~1 s instead of ~3 s (2 M
+    fewer pages to fault in and free). Mounted before the node's sshd starts, so the node's
+    mount namespace holds the same file system; it stays until ``down --purge``."""
+    if _scratch_visible(node):
+        return
+    Path(node.tmpdir).mkdir(parents=True, exist_ok=True)
+    for options in (SCRATCH_OPTIONS + ",huge=within_size", SCRATCH_OPTIONS):
+        if _run(["mount", "-t", "tmpfs", "-o", options, f"qir-{node.name}", node.tmpdir],
+                check=False).ok:
+            return
+    raise TestbedError(f"local testbed: cannot mount a tmpfs on {node.tmpdir}")
+
+
 def _ensure_sshd(node: NodeSpec) -> None:
-    """Start (or restart) the node's sshd unless the right one already runs in its namespace."""
+    """Start (or restart) the node's sshd unless the right one already runs in its namespace
+    (and sees the node's scratch file system)."""
     config = sshd_config_text(node)
     _write_if_changed(node.sshd_config, config, 0o600)
     pid = _sshd_pid(node)
     in_ns = pid is not None and _pid_ns_ident(pid) == _ns_ident(node.namespace)
-    if pid is not None and in_ns and _stamp_current(node):
+    if pid is not None and in_ns and _stamp_current(node) and _scratch_visible(node, pid):
         return
     # Stop every listener started with this node's config (pid file, orphaned namespace, ...).
     _stop_sshd(node)
@@ -855,6 +893,8 @@ def _config_current() -> bool:
         return False
     if not (all(n.host_key.is_file() for n in NODES) and all(_stamp_current(n) for n in NODES)):
         return False
+    if not all(_scratch_visible(n, _sshd_pid(n)) for n in NODES):
+        return False
     return (local_docker.unavailable_reason() is not None
             or all(local_docker.is_current(n.engine) for n in NODES))
 
@@ -887,6 +927,7 @@ def up() -> TestbedStatus:
         _ensure_namespaces()
         _ensure_links()
         for node in NODES:
+            _ensure_scratch(node)
             _ensure_sshd(node)
         _wait_for_ssh()
         _ensure_engines()
@@ -912,7 +953,8 @@ def down(purge: bool = False) -> None:
     Each node's engine goes first (its containers removed, dockerd and containerd stopped,
     their mounts and exec-root removed; the image cache stays). Processes are stopped by PID
     only (sshd from its pid file, then everything listed by ``ip netns pids``, TERM then
-    KILL). With ``purge`` the nodes' work and tmpfs directories and the engines' data roots
+    KILL). With ``purge`` the nodes' work and tmpfs directories (their scratch file systems
+    unmounted, the cached generated file with them) and the engines' data roots
     are removed too. Idempotent.
     """
     if os.geteuid() != 0:
@@ -942,6 +984,8 @@ def down(purge: bool = False) -> None:
             shutil.rmtree(STATE_DIR)
         if purge:
             for node in NODES:
+                if _scratch_visible(node):
+                    _run(["umount", node.tmpdir], check=False)
                 for path in (node.workdir, node.tmpdir):
                     shutil.rmtree(path, ignore_errors=True)
             try:
