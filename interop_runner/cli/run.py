@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -14,6 +15,7 @@ from interop_runner.errors import SchemaError, UserError
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
+    from interop_runner.analysis.campaign_cache import CampaignCache
     from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig
     from interop_runner.measure.campaign import Campaign, CampaignResult
     from interop_runner.analysis.estimate import History, RemainingTime
@@ -62,11 +64,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         ensure_local_testbed()
     _check_creatable(results_root)
     campaign = _campaign(args, cfg, testbeds, results_root)
+    cache = LiveCache(campaign)
     try:
         result = campaign.execute(progress=_progress(args, cfg, campaign))
     except KeyboardInterrupt:
         print("\ninterrupted: nodes cleaned up; stored attempts are kept", file=sys.stderr)
         return 130
+    cache.finish(result.directory)
     return _print_result(result)
 
 
@@ -238,6 +242,52 @@ def _ticking(it: Iterator[Any], bar: Any, left: "RemainingTime",
             bar.update(1)
     finally:
         bar.close()
+
+
+class LiveCache:
+    """Parses each record the campaign stores into the campaign's Parquet cache (on the
+    campaign's deferred-work thread, while the next attempt gets ready), so the cache is
+    complete when the campaign ends and the first load reads it."""
+
+    def __init__(self, campaign: "Campaign") -> None:
+        self.campaign = campaign
+        self._cache: "CampaignCache | None" = None
+        self._failed: str | None = None
+        # pandas and the parsers load during the campaign's set-up, not before a transfer
+        self._import = threading.Thread(target=_import_cache_module, daemon=True)
+        self._import.start()
+        campaign.on_stored = self.add
+
+    def add(self, run_json: Path) -> None:
+        """Parse one stored record (a failure only costs the cache: the records stay)."""
+        self._import.join()
+        if self._failed is not None or self.campaign.directory is None:
+            return
+        try:
+            from interop_runner.analysis.campaign_cache import CampaignCache
+
+            if self._cache is None:
+                self._cache = CampaignCache(self.campaign.directory)
+            self._cache.add(run_json)
+        except Exception as exc:  # noqa: BLE001 - load_results parses cold instead
+            self._failed = f"{run_json}: {exc!r}"
+
+    def finish(self, directory: Path) -> None:
+        """Write the cache (every record parsed now that was not added: several testbeds)."""
+        self._import.join()
+        if self._failed is not None:
+            print(f"warning: no results cache written ({self._failed})", file=sys.stderr)
+            return
+        from interop_runner.analysis.campaign_cache import CampaignCache
+
+        (self._cache or CampaignCache(directory)).finish()
+
+
+def _import_cache_module() -> None:
+    try:
+        import interop_runner.analysis.campaign_cache  # noqa: F401
+    except Exception:  # noqa: BLE001 - LiveCache.add meets the same error and reports it
+        pass
 
 
 def _print_result(result: "CampaignResult") -> int:

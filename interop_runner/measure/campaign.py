@@ -170,6 +170,7 @@ class Campaign:
         self.undecided: Callable[[Path], set[tuple[str, str]]] | None = None
         # called with each stored run.json (from the deferred-work thread, in order)
         self.on_stored: Callable[[Path], None] | None = None
+        self.directory: Path | None = None  # the campaign's results directory, once known
         self._deferred: DeferredWork | None = None
         # host keys accepted on first use by a connection made before the campaign (per testbed)
         self.trusted_before: dict[str, list[dict[str, str]]] = {}
@@ -224,6 +225,7 @@ class Campaign:
         directory = directory or self.resume or new_campaign_dir(self.results_root,
                                                                  self.cfg.name)
         self._source = runs
+        self.directory = directory
         result = CampaignResult(directory)
         t0 = time.monotonic()
         doc = self._start_record(directory, several=False)

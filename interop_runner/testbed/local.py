@@ -76,6 +76,7 @@ NODE_SHELL_RC = "# ~/.bashrc of a local-testbed node: intentionally empty (see t
 # each node's tmpdir is a tmpfs of its own (see _ensure_scratch); its size is a limit, not
 # a reservation: an 8 GiB file on the server plus its 8 GiB download on the client fit
 SCRATCH_OPTIONS = "mode=0755,size=75%"
+SCRATCH_HUGE = "huge=always"
 SSH_WAIT_S = 10.0  # how long up() waits for both sshd to answer
 STOP_GRACE_S = 2.0  # TERM -> KILL grace when stopping processes
 CMD_TIMEOUT_S = 15.0
@@ -779,12 +780,17 @@ def _scratch_visible(node: NodeSpec, pid: int | None = None) -> bool:
 def _ensure_scratch(node: NodeSpec) -> None:
     """Give the node's tmpdir its own tmpfs with transparent huge pages where the kernel has
     them: hashing and removing an 8 GiB download then costs ~1 s instead of ~3 s (2 M
-    fewer pages to fault in and free). Mounted before the node's sshd starts, so the node's
-    mount namespace holds the same file system; it stays until ``down --purge``."""
-    if _scratch_visible(node):
+    fewer pages to fault in and free). ``huge=always``: a download written by appending
+    (curl) gets huge pages too, not only one whose size is set first. Mounted before the
+    node's sshd starts, so the node's mount namespace holds the same file system; it stays
+    until ``down --purge``."""
+    options = _tmpfs_at(node.tmpdir, Path("/proc/self/mounts").read_text())
+    if options is not None:
+        if SCRATCH_HUGE not in options.split(","):  # mounted by an earlier version
+            _run(["mount", "-o", f"remount,{SCRATCH_HUGE}", node.tmpdir], check=False)
         return
     Path(node.tmpdir).mkdir(parents=True, exist_ok=True)
-    for options in (SCRATCH_OPTIONS + ",huge=within_size", SCRATCH_OPTIONS):
+    for options in (f"{SCRATCH_OPTIONS},{SCRATCH_HUGE}", SCRATCH_OPTIONS):
         if _run(["mount", "-t", "tmpfs", "-o", options, f"qir-{node.name}", node.tmpdir],
                 check=False).ok:
             return
@@ -919,6 +925,8 @@ def up() -> TestbedStatus:
     """
     _check_prerequisites()
     with _lock():
+        for node in NODES:
+            _ensure_scratch(node)  # before an sshd starts (one that runs without it restarts)
         current = status()
         if current.healthy and _config_current():
             return current
@@ -927,7 +935,6 @@ def up() -> TestbedStatus:
         _ensure_namespaces()
         _ensure_links()
         for node in NODES:
-            _ensure_scratch(node)
             _ensure_sshd(node)
         _wait_for_ssh()
         _ensure_engines()
