@@ -403,3 +403,35 @@ pairs: [{{server: quic-go, client: quic-go}}]
     assert files[0]["digest"] == files[1]["digest"] != files[2]["digest"]
     assert "no longer matches its blake3 digest" in files[2]["note"]
     assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_the_results_cache_is_complete_when_the_campaign_ends(tmp_path):
+    """Each stored record is parsed while the campaign runs (run.py's LiveCache on the
+    campaign's on_stored hook); at the end the cache is written, and the first load reads it
+    and gets what a cold parse gives."""
+    import pandas as pd
+
+    from interop_runner.cli.run import LiveCache
+
+    cfg, testbed = load_campaign(campaign(tmp_path, """name: live-cache
+file_size: 1MiB
+repetitions: 3
+monitors: [ethtool, sysfs, nstat, pidstat, mpstat]
+pairs: [{server: quic-go, client: quic-go}]
+"""))
+    camp = Campaign(cfg, testbed, tmp_path / "results")
+    live = LiveCache(camp)
+    stored: list[Path] = []
+    camp.on_stored = lambda path: (stored.append(path), live.add(path)) and None
+    result = camp.execute()
+    assert [p.parent.parent.name for p in stored] == ["1", "2", "3"]
+    assert all(p.is_file() for p in stored)  # handed on after it was stored
+    cache = result.directory / ".cache" / "attempts.parquet"
+    assert not cache.exists()  # written at the end, from the final campaign.json
+    live.finish(result.directory)
+    written = cache.stat().st_mtime_ns
+    first = load_results(result.directory)
+    assert cache.stat().st_mtime_ns == written  # read, not parsed and written again
+    pd.testing.assert_frame_equal(first, load_results(result.directory, cache=False))
+    assert list(first["status"]) == ["ok"] * 3

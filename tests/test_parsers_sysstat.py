@@ -5,6 +5,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from interop_runner.parsers import (
     ParseError,
@@ -12,7 +14,10 @@ from interop_runner.parsers import (
     mean_cpu_pct,
     parse_mpstat_json,
     parse_pidstat,
+    pidstat_cpu_summary,
 )
+
+from .test_parsers_fuzz import FUZZ, damaged, texts
 
 DATA = Path(__file__).parent / "data" / "parsers"
 
@@ -199,3 +204,62 @@ def test_mpstat_12h_clock_and_missing_date():
 def test_mpstat_errors(text):
     with pytest.raises(ParseError):
         parse_mpstat_json(text)
+
+
+# --- the runner's summaries (monitors/samplers.py) ---
+
+def _summary_rules(text: str, lo: float, hi: float) -> tuple[float | None, float | None]:
+    """pidstat_cpu_summary's fast path as its docstring states it: every line of at least
+    as many tokens as the "# Time" header names, not a "#" or "L" line, whose time and %CPU
+    are numbers and whose time is not outside [lo, hi + 1]; process rows (TID "-") add up
+    per time, thread rows average per TID."""
+    lines = text.split("\n")
+    header = next(ln.split()[1:] for ln in lines if ln.startswith("# Time"))
+    rows = [ln.split() for ln in lines if ln[:1] not in ("", "#", "L")]
+    per_time: dict[str, float] = {}
+    per_tid: dict[str, list[float]] = {}
+    for row in rows:
+        if len(row) < len(header):
+            continue
+        try:
+            time, share = float(row[0]), float(row[header.index("%CPU")])
+        except ValueError:
+            continue
+        if time < lo or time > hi + 1:
+            continue
+        tid = row[header.index("TID")]
+        if tid == "-":
+            per_time[row[0]] = per_time.get(row[0], 0.0) + share
+        else:
+            per_tid.setdefault(tid, []).append(share)
+    mean = sum(per_time.values()) / len(per_time) if per_time else None
+    return mean, max((sum(v) / len(v) for v in per_tid.values()), default=None)
+
+
+RUNNER_PIDSTAT = tuple(t for t in texts("pidstat-h-*.txt") if "TGID" in t and "# Time" in t)
+
+
+def _runner_layout(text: str) -> bool:
+    """The first "# Time" header names TGID, TID and %CPU: the summary's own rules apply
+    (other layouts go through parse_pidstat)."""
+    header = next((ln.split() for ln in text.split("\n") if ln.startswith("# Time")), [])
+    return {"TGID", "TID", "%CPU"} <= set(header)
+
+
+@FUZZ
+@given(damaged(RUNNER_PIDSTAT).filter(_runner_layout),
+       st.sampled_from([(float("-inf"), float("inf")), (1.7e9, 1.8e9), (0.0, 1.0)]))
+def test_pidstat_summary_follows_its_rules(text: str, window: tuple[float, float]) -> None:
+    got = pidstat_cpu_summary(text, *window)
+    want = _summary_rules(text, *window)
+    assert [repr(v) for v in got] == [repr(v) for v in want]  # NaN equals NaN here
+
+
+def test_pidstat_summary_keeps_a_row_whose_time_is_nan() -> None:
+    """float("nan") is a number that no window excludes (the comparisons are false)."""
+    text = read("pidstat-h-threads.txt")
+    row = next(ln for ln in text.split("\n") if ln[:1].isdigit() and " - " in ln)
+    nan_row = text.replace(row, "nan" + row[row.index(" "):], 1)
+    assert pidstat_cpu_summary(text, 0.0, 1.0) == (None, None)  # a window before it all
+    got = pidstat_cpu_summary(nan_row, 0.0, 1.0)
+    assert got == _summary_rules(nan_row, 0.0, 1.0) and got != (None, None)

@@ -2,12 +2,17 @@
 that is missing becomes a reason in monitors_missing, never an exception or a zero."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 
-from interop_runner.analysis import load_results
+from interop_runner.analysis import frame, load_results
+from interop_runner.analysis.frame import Chunk, NumericRows, Segment, pooled_chunks
+from interop_runner.storage.run_record import RUN_SCHEMA_VERSION
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample"
 
@@ -56,4 +61,59 @@ def test_a_newer_run_json_is_a_row_with_one_line_reason(tmp_path):
     row = load_results(root, cache=False).iloc[0]
     assert pd.isna(row["goodput_mbps"])
     assert row["reason"] == (f"unreadable run.json: {run}: run.json schema version 99 is newer "
-                             "than this runner reads (3); update the runner")
+                             f"than this runner reads ({RUN_SCHEMA_VERSION}); update the runner")
+
+
+# --- the pieces of the loader (analysis/frame.py) ---
+
+def test_numeric_rows_follow_dict_semantics():
+    """Columns in order of first appearance; a later value of a name wins; a None of an
+    incomplete segment is no value at all (no column, nothing overwritten)."""
+    rows = NumericRows()
+    rows.add([Segment(("a", "b"), [1.0, 2.0], True), Segment(("b", "c"), [None, 3.0], False)])
+    rows.add([Segment(("d",), [None], True), Segment(("a",), [5.0], True)])
+    rows.add([Segment(("e", "a"), [None, 7.0], False), Segment(("a", "b"), [8.0, 9.0], True)])
+    names, matrix = rows.build(["z", "a"])
+    assert names == ["a", "b", "c", "d", "z"]
+    expected = [[1.0, 2.0, 3.0, None, None], [5.0, None, None, None, None],
+                [8.0, 9.0, None, None, None]]
+    assert matrix.tolist() == [[v if v is not None else pytest.approx(float("nan"), nan_ok=True)
+                                for v in row] for row in expected]
+
+
+def _chunk_or_fail(items: list[int], size: int) -> Chunk:
+    if 13 in items:
+        raise ValueError("record 13 is bad")
+    return [(i,) for i in items], ["x"], np.full((len(items), size), float(len(items)))
+
+
+@pytest.mark.parametrize("size", [1, 3_000_000])  # a matrix too large for the shared memory
+def test_parts_parsed_in_children_come_back_in_order(monkeypatch, size):
+    monkeypatch.setattr(frame, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    items = [0, 1, 2, 3, 4]
+    rows, names, matrix = pooled_chunks(
+        lambda part, n: ([(i,) for i in part], [f"c{j}" for j in range(n)],
+                         np.full((len(part), n), float(part[0]))), items, size)
+    assert rows == [(0,), (2,), (4,), (1,), (3,)]  # the parts one after the other
+    assert len(names) == size and matrix[:, 0].tolist() == [0.0, 0.0, 0.0, 1.0, 1.0]
+
+
+def test_an_error_in_a_child_is_raised_here(monkeypatch):
+    monkeypatch.setattr(frame, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pytest.raises(ValueError, match="record 13 is bad"):
+        pooled_chunks(_chunk_or_fail, [12, 13, 14, 15], 1)
+
+
+def test_a_counter_that_went_backwards_has_no_value(tmp_path):
+    """Only attempt, a NIC counter lower after than before (a driver reset): no column for
+    it (as no attempt reported it), the others load."""
+    root = copy_sample(tmp_path)
+    (run,) = list(root.rglob("run.json"))
+    after = run.parent / "server" / "ethtool-after.txt"
+    after.write_text(after.read_text().replace("peer_ifindex: 3", "peer_ifindex: 2"))
+    df = load_results(root, cache=False)
+    assert "server_nic_peer_ifindex" not in df.columns
+    assert df.iloc[0]["client_nic_peer_ifindex"] == 0
+    assert df.iloc[0]["server_nic_rx_xdp_packets"] == 0

@@ -99,9 +99,10 @@ def test_dry_run_counts(campaign_file):
     proc = run_cli("run", str(path), "--dry-run")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 36 + 1
-    assert lines[-1].startswith("36 run(s) (6 variant(s) x 2 pair(s) x 3 repetition(s), "
+    assert len(lines) == 36 + 2  # the runs, the summary, the estimated duration
+    assert lines[-2].startswith("36 run(s) (6 variant(s) x 2 pair(s) x 3 repetition(s), "
                                 "order shuffled, seed 5), 36 to run")
+    assert lines[-1].startswith("estimated ")
     again = run_cli("run", str(path), "--dry-run")
     assert again.stdout == proc.stdout
 

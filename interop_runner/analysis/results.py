@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,10 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.columns import link_rate_mbps, monitor_columns, requested_monitors
+from interop_runner.analysis.columns import (link_rate_mbps, monitor_segments, qdisc_rates,
+                                             requested_monitors)
 from interop_runner.analysis.diagnosis import add_bottleneck
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
-from interop_runner.analysis.frame import BASE_KEYS, COLUMNS, Chunk, pooled_chunks, split_rows
+from interop_runner.analysis.frame import (BASE_KEYS, COLUMNS, Chunk, NumericRows, Segment,
+                                           base_overlap, pooled_chunks)
 from interop_runner.monitors import declared_columns
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
@@ -26,20 +29,32 @@ from interop_runner.storage.store import STATUSES, iter_run_files, write_json_at
 __all__ = ["COLUMNS", "load_results", "summarize"]
 
 CACHE_DIR = ".cache"
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 
 
 @dataclass(frozen=True)
-class _Context:
+class CampaignContext:
     """What every attempt of a campaign shares: host facts, the monitors it asked for."""
 
     hosts: dict[str, Any] = field(default_factory=dict)
     monitors: tuple[str, ...] = ()
 
 
-def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, Any]:
-    if "by_testbed" in hosts:
-        hosts = hosts["by_testbed"].get(data.get("testbed"), {})
+@dataclass(frozen=True, slots=True)
+class ParsedAttempt:
+    """One attempt parsed, independent of the campaign's host facts: its base values
+    (``BASE_KEYS``), its monitor values, its qdisc rate limits (``link_rate_mbps`` joins
+    them with the host facts) and the monitors its record asked for."""
+
+    base: dict[str, Any]
+    segments: list[Segment] | None
+    """``None`` for an unreadable record: the row has no numeric value at all."""
+    qdisc: dict[str, Any]
+    requested: frozenset[str]
+
+
+def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The typed base values of a record (all but ``monitors_missing``)."""
     server, client = data.get("server", {}), data.get("client", {})
     row = {k: data.get(k) for k in COLUMNS}
     row.update(
@@ -65,32 +80,27 @@ def _row(data: dict[str, Any], path: Path, hosts: dict[str, Any]) -> dict[str, A
         negotiated = side.get("negotiated") or {}
         row[f"{role}_negotiated_cipher"] = negotiated.get("cipher")
         row[f"{role}_negotiated_cc"] = negotiated.get("congestion_control")
-    cols, missing = monitor_columns(path.parent, data)
-    row["link_rate_mbps"] = link_rate_mbps(cols, hosts)
-    row["monitors_missing"] = "; ".join(missing) or None
-    row.update(cols)
     return row
 
 
-def _rows(files: list[Path], hosts: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
-    """One row per record, and the monitors any of them asked for."""
-    rows, requested = [], set()
-    for path in files:
-        try:
-            data, stored_version = read_run_versioned(path)
-        except (OSError, ValueError, StoreError) as exc:  # a damaged record stays a row
-            rows.append(_unreadable_row(path, exc))
-            continue
-        requested |= requested_monitors(data)
-        row = _row(data, path, hosts)
-        row["schema_version"] = stored_version  # as written, not as upgraded
-        rows.append(row)
-    return rows, requested
+def parse_attempt(path: Path) -> ParsedAttempt:
+    """Parse one attempt (its ``run.json`` and monitor files); a damaged record stays a row."""
+    try:
+        data, stored_version = read_run_versioned(path)
+    except (OSError, ValueError, StoreError) as exc:
+        return ParsedAttempt(_unreadable_row(path, exc), None, {}, frozenset())
+    row = _base_row(data, path)
+    segments, missing = monitor_segments(path.parent, data)
+    row["monitors_missing"] = "; ".join(missing) or None
+    qdisc = qdisc_rates(segments)
+    segments = base_overlap(segments, row)  # a monitor value named like a base column wins
+    row["schema_version"] = stored_version  # as written, not as upgraded
+    return ParsedAttempt(row, segments, qdisc, frozenset(requested_monitors(data)))
 
 
 def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
     """The row of a run.json that cannot be read: its place in the tree and why, no values."""
-    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row: dict[str, Any] = dict.fromkeys(BASE_KEYS)
     parts = path.parent.parts  # .../<server>_<client>/<testcase>/[<variant>/]<rep>/attempt-<n>
     row.update(path=str(path.parent), status=None,
                reason=f"unreadable run.json: {str(exc).splitlines()[0][:200]}",
@@ -100,36 +110,67 @@ def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
     return row
 
 
-def _chunk(files: list[Path], ctx: _Context) -> Chunk:
-    """Rows split into base values and one float64 matrix of monitor values (cheap to pickle),
-    with every column of the monitors that ran."""
-    rows, requested = _rows(files, ctx.hosts)
-    return split_rows(rows, declared_columns(sorted(requested | set(ctx.monitors))))
+def _numeric(attempt: ParsedAttempt, hosts: dict[str, Any]) -> list[Segment]:
+    """The attempt's numeric values: ``link_rate_mbps`` (from the host facts of its testbed),
+    then its monitor values."""
+    if attempt.segments is None:
+        return []
+    if "by_testbed" in hosts:
+        hosts = hosts["by_testbed"].get(attempt.base.get("testbed"), {})
+    link = Segment(("link_rate_mbps",), [link_rate_mbps(attempt.qdisc, hosts)], True)
+    return [link, *attempt.segments]
 
 
-def _parse(files: list[Path], ctx: _Context) -> pd.DataFrame:
+def chunk_of_attempts(attempts: list[ParsedAttempt], ctx: CampaignContext) -> Chunk:
+    """Parsed attempts as base rows and one float64 matrix of their numeric values (cheap to
+    pickle), with every column of the monitors that ran."""
+    numeric = NumericRows()
+    requested: set[str] = set()
+    for attempt in attempts:
+        requested |= attempt.requested
+        numeric.add(_numeric(attempt, ctx.hosts))
+    names, matrix = numeric.build(declared_columns(sorted(requested | set(ctx.monitors))))
+    return [_BASE_VALUES(attempt.base) for attempt in attempts], names, matrix
+
+
+def _chunk(files: list[Path], ctx: CampaignContext) -> Chunk:
+    return chunk_of_attempts([parse_attempt(path) for path in files], ctx)
+
+
+def _parse(files: list[Path], ctx: CampaignContext) -> pd.DataFrame:
     """Parse attempts (in a process pool for large campaigns) into the results frame."""
-    return _frame(*pooled_chunks(_chunk, files, ctx))
+    return results_frame(*pooled_chunks(_chunk, files, ctx))
 
 
-def _frame(rows: list[dict[str, Any]], numeric: list[str], matrix: np.ndarray) -> pd.DataFrame:
-    # object first: int64 nanosecond timestamps must not pass through float64
-    base = pd.DataFrame({name: pd.Series([row.get(name) for row in rows], dtype=object)
-                         for name in BASE_KEYS})
+_BASE_VALUES = operator.itemgetter(*BASE_KEYS)
+
+
+def results_frame(rows: list[tuple[Any, ...]], numeric: list[str], matrix: np.ndarray
+                  ) -> pd.DataFrame:
+    """The typed results frame of merged chunks (rows of base values in ``BASE_KEYS``
+    order), sorted by campaign, pair and attempt."""
+    columns = list(zip(*rows)) if rows else [()] * len(BASE_KEYS)
+    # typed before the monitor values join them: a column set in a frame of a thousand
+    # columns costs more than building it
+    base = pd.DataFrame({name: _typed(name, values) for name, values in zip(BASE_KEYS, columns)})
     # Monitor values: one float64 block, NaN for "not measured" (exact below 2^53).
     frame = pd.concat([base, pd.DataFrame(matrix, columns=numeric)], axis=1) if numeric \
         else base
-    for col, dtype in COLUMNS.items():
-        if dtype.startswith("datetime"):
-            frame[col] = pd.to_datetime(frame[col], utc=True, format="ISO8601")
-        elif dtype == "category":
-            frame[col] = pd.Categorical(frame[col], categories=list(STATUSES))
-        else:
-            frame[col] = frame[col].astype(dtype)
-    frame["monitors_missing"] = frame["monitors_missing"].astype("string")
     frame = add_bottleneck(frame)
     return frame.sort_values(["campaign", "server", "client", "repetition", "attempt"],
                              ignore_index=True)
+
+
+def _typed(name: str, values: tuple[Any, ...]) -> Any:
+    """A base column in its type (``COLUMNS``; ``monitors_missing`` is a string)."""
+    # object first: int64 nanosecond timestamps must not pass through float64
+    column = pd.Series(values, dtype=object)
+    dtype = COLUMNS.get(name, "string")
+    if dtype.startswith("datetime"):
+        return pd.to_datetime(column, utc=True, format="ISO8601")
+    if dtype == "category":
+        return pd.Categorical(column, categories=list(STATUSES))
+    return column.astype(dtype)
 
 
 @functools.lru_cache(maxsize=1)
@@ -143,7 +184,7 @@ def _code_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
+def campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
     """What the cache is valid for: campaign.json of a campaign that is no longer running,
     and the code that parsed it."""
     meta_file = campaign_dir / "campaign.json"
@@ -158,38 +199,110 @@ def _campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
             "size": stat.st_size}
 
 
-def _campaign_context(campaign_dir: Path) -> _Context:
+def campaign_context(campaign_dir: Path) -> CampaignContext:
     """Host facts (per testbed when there were several) and the monitors of campaign.json."""
     try:
         meta = read_campaign(campaign_dir / "campaign.json")
     except (OSError, ValueError, StoreError):
-        return _Context()
+        return CampaignContext()
     monitors = (meta.get("config") or {}).get("monitors") or []
-    return _Context(hosts_of_campaign(meta, campaign_dir),
-                    tuple(m for m in monitors if isinstance(m, str)))
+    return CampaignContext(hosts_of_campaign(meta, campaign_dir),
+                           tuple(m for m in monitors if isinstance(m, str)))
+
+
+def campaign_run_files(campaign_dir: Path) -> list[Path]:
+    """Every ``run.json`` of a campaign, in the order the loader parses them."""
+    return [p for p in iter_run_files(campaign_dir) if CACHE_DIR not in p.parts]
+
+
+def write_cache(campaign_dir: Path, frame: pd.DataFrame, signature: dict[str, Any]) -> bool:
+    """Store a campaign's frame as its cache, valid for ``signature``; False when the
+    results tree cannot be written (a read-only tree is fine: no cache) or the frame is
+    empty (nothing to save, and Parquet would not keep its categories)."""
+    cache = campaign_dir / CACHE_DIR / "attempts.parquet"
+    if frame.empty:
+        return False
+    try:
+        (campaign_dir / CACHE_DIR).mkdir(exist_ok=True)
+        tmp = cache.with_suffix(".tmp")
+        _write_frame(frame, tmp)
+        os.replace(tmp, cache)
+        write_json_atomic(cache.with_suffix(".json"), signature, overwrite=True)
+    except OSError:
+        return False
+    return True
+
+
+# The cache keeps the float64 columns (the monitor values, over a thousand) as one block:
+# each row's values as one fixed-size binary cell, their names in the file's metadata. A
+# column each would cost Parquet and pandas most of the time of reading the cache.
+_BLOCK = "__float64_block__"
+_BLOCK_NAMES = b"qir.float64_block"
+_UNITS = b"qir.datetime_units"  # Parquet has no seconds: such columns come back as ms
+
+
+def _write_frame(frame: pd.DataFrame, path: Path) -> None:
+    """The frame as Parquet: its float64 columns (contiguous) as one block."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns, dtypes = list(frame.columns), list(frame.dtypes)
+    block = [c for c, dtype in zip(columns, dtypes) if dtype == np.float64]
+    if block and columns[columns.index(block[0]):][:len(block)] != block:
+        block = []  # not contiguous (no frame of ours): a column each
+    table = pa.Table.from_pandas(frame.drop(columns=block), preserve_index=False)
+    units = {c: str(dtype) for c, dtype in zip(columns, dtypes)
+             if str(dtype).startswith("datetime64[s")}
+    table = table.replace_schema_metadata({**table.schema.metadata,
+                                           _UNITS: json.dumps(units).encode()})
+    if block:
+        values = np.ascontiguousarray(frame[block].to_numpy(dtype=np.float64))
+        cells = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(8 * len(block)), len(frame), [None, pa.py_buffer(values)])
+        table = table.append_column(_BLOCK, cells).replace_schema_metadata(
+            {**table.schema.metadata, _BLOCK_NAMES: json.dumps(
+                [columns.index(block[0]), block]).encode()})
+    pq.write_table(table, path)
+
+
+def _read_frame(path: Path) -> pd.DataFrame:
+    """A frame :func:`_write_frame` stored."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = table.schema.metadata
+    if _BLOCK not in table.column_names:
+        rest: pd.DataFrame = table.to_pandas()
+        return _with_units(rest, meta)
+    at, block = json.loads(meta[_BLOCK_NAMES])
+    data = table.column(_BLOCK).combine_chunks().buffers()[1]
+    values = np.frombuffer(data, dtype=np.float64, count=table.num_rows * len(block)) \
+        if table.num_rows else np.empty(0)
+    rest = _with_units(table.drop_columns([_BLOCK]).to_pandas(), meta)
+    return pd.concat([rest.iloc[:, :at], pd.DataFrame(values.reshape(-1, len(block)),
+                                                       columns=block), rest.iloc[:, at:]],
+                     axis=1)
+
+
+def _with_units(frame: pd.DataFrame, meta: dict[bytes, bytes]) -> pd.DataFrame:
+    """Datetime columns back in the unit they were written in."""
+    for column, dtype in json.loads(meta.get(_UNITS, b"{}")).items():
+        frame[column] = frame[column].astype(dtype)
+    return frame
 
 
 def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
     cache = campaign_dir / CACHE_DIR / "attempts.parquet"
-    sig_file = campaign_dir / CACHE_DIR / "attempts.json"
-    signature = _campaign_signature(campaign_dir) if use_cache else None
+    signature = campaign_signature(campaign_dir) if use_cache else None
     if signature is not None and cache.exists():
         try:
-            if json.loads(sig_file.read_text()) == signature:
-                return pd.read_parquet(cache)
-        except (OSError, ValueError):
-            pass
-    files = [p for p in iter_run_files(campaign_dir) if CACHE_DIR not in p.parts]
-    frame = _parse(files, _campaign_context(campaign_dir))
+            if json.loads(cache.with_suffix(".json").read_text()) == signature:
+                return _read_frame(cache)
+        except (OSError, ValueError, KeyError, IndexError):
+            pass  # an unreadable cache is parsed again
+    frame = _parse(campaign_run_files(campaign_dir), campaign_context(campaign_dir))
     if signature is not None:
-        try:
-            (campaign_dir / CACHE_DIR).mkdir(exist_ok=True)
-            tmp = cache.with_suffix(".tmp")
-            frame.to_parquet(tmp, index=False)
-            os.replace(tmp, cache)
-            write_json_atomic(sig_file, signature, overwrite=True)
-        except OSError:
-            pass  # a read-only results tree is fine: no cache
+        write_cache(campaign_dir, frame, signature)
     return frame
 
 
@@ -219,13 +332,13 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
             campaigns = sorted(d for d in root.iterdir() if (d / "campaign.json").is_file())
         frames += [_load_campaign(c, cache) for c in campaigns]
         if not campaigns:
-            loose = [p for p in iter_run_files(root) if CACHE_DIR not in p.parts]
+            loose = campaign_run_files(root)
             if loose:
-                frames.append(_parse(loose, _Context()))
+                frames.append(_parse(loose, CampaignContext()))
     if not frames:
-        return _parse([], _Context())
+        return _parse([], CampaignContext())
     if len(frames) == 1:
-        return _with_axes(frames[0])  # already sorted by _frame (or as cached)
+        return _with_axes(frames[0])  # already sorted by results_frame (or as cached)
     return _with_axes(pd.concat(frames, ignore_index=True).sort_values(
         ["campaign", "server", "client", "repetition", "attempt"], ignore_index=True))
 

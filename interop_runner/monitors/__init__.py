@@ -3,10 +3,10 @@ leaves and which columns it yields (see :mod:`.base`, :mod:`.registry`)."""
 
 from interop_runner.monitors.base import (ROLES, SYSSTAT_ENV, Column, Monitor, NoValue,
                                           SeriesCommand, SideFiles, SideInput, SnapshotCommand,
-                                          StartContext)
+                                          StartContext, ValueBlock)
 from interop_runner.monitors.registry import (ALWAYS, LIGHT_SET, MONITORS, all_columns,
                                               declared_columns, extracting)
 
 __all__ = ["ALWAYS", "LIGHT_SET", "MONITORS", "ROLES", "SYSSTAT_ENV", "Column", "Monitor",
            "NoValue", "SeriesCommand", "SideFiles", "SideInput", "SnapshotCommand",
-           "StartContext", "all_columns", "declared_columns", "extracting"]
+           "StartContext", "ValueBlock", "all_columns", "declared_columns", "extracting"]

@@ -7,8 +7,11 @@ the files. One :class:`Monitor` object per monitor lives in :mod:`.registry`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
+
+import numpy as np
 
 # S_TIME_FORMAT=ISO makes sysstat print ISO dates; TZ=UTC makes its clock times UTC, which is
 # what the parsers assume (mpstat JSON has only a clock, no epoch).
@@ -113,10 +116,43 @@ class Column:
         return f"{role}_{self.name}"
 
 
-Extractor = Callable[[SideInput], dict[str, float]]
-"""Monitor files of one role -> values by column name WITHOUT the role prefix. Raises
-``ParseError`` (or ``OSError``/``ValueError``) with the reason when the files are unusable;
-a value the tool did not produce is simply left out (NA in the frame)."""
+class ValueBlock(Mapping[str, float]):
+    """Many values of one extractor as a names tuple and a parallel vector; a ``None``
+    value is a value the tool did not produce (not in the mapping). Blocks of snapshots
+    with one layout share their ``names`` tuple, so whatever is derived from the names
+    (prefixed column names, column positions) is computed once per layout."""
+
+    __slots__ = ("names", "vector", "complete", "_dict")
+
+    def __init__(self, names: tuple[str, ...], vector: Sequence[float | None] | np.ndarray,
+                 complete: bool) -> None:
+        self.names = names
+        self.vector = vector
+        """``vector[i]`` is the value of ``names[i]``."""
+        self.complete = complete
+        """True when no value is ``None``."""
+        self._dict: dict[str, float] | None = None
+
+    def _mapping(self) -> dict[str, float]:
+        if self._dict is None:
+            self._dict = {n: v for n, v in zip(self.names, self.vector) if v is not None}
+        return self._dict
+
+    def __getitem__(self, name: str) -> float:
+        return self._mapping()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+
+Extractor = Callable[[SideInput], Mapping[str, float]]
+"""Monitor files of one role -> values by column name WITHOUT the role prefix (a dict, or a
+:class:`ValueBlock` for many values). Raises ``ParseError`` (or ``OSError``/``ValueError``)
+with the reason when the files are unusable; a value the tool did not produce is simply
+left out (NA in the frame)."""
 
 
 class NoValue(Exception):

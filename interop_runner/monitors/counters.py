@@ -5,9 +5,12 @@ Each yields deltas (after - before) of the counters over the attempt.
 
 from __future__ import annotations
 
-from interop_runner.monitors.base import Column, Monitor, SideInput, SnapshotCommand
-from interop_runner.parsers import (ParseError, counter_delta, ethtool_totals_delta, nstat_delta,
-                                    parse_netstat_s, parse_sysfs_stats, parse_tc_qdisc)
+import numpy as np
+
+from interop_runner.monitors.base import Column, Monitor, SideInput, SnapshotCommand, ValueBlock
+from interop_runner.parsers import (Deltas, ParseError, counter_delta, ethtool_totals_deltas,
+                                    nstat_deltas, parse_netstat_s, parse_tc_qdisc, sysfs_deltas)
+from interop_runner.parsers.layout import NamesMemo
 
 # nstat counters that get a friendly column name (the rest keep their nstat name).
 NSTAT_NAMES = {
@@ -31,7 +34,6 @@ SYSFS_COUNTERS = (
 )
 
 # counter name -> column name without role (the same few hundred names recur in every attempt)
-_NIC_NAMES: dict[str, str] = {}
 _NSTAT_COLUMN_NAMES: dict[str, str] = {}
 
 
@@ -46,20 +48,31 @@ def snapshot_pair(inp: SideInput, file: str) -> tuple[str, str]:
     return before, after
 
 
-def _ethtool(inp: SideInput) -> dict[str, float]:
-    before, after = snapshot_pair(inp, "ethtool")
-    out: dict[str, float] = {}
-    for key, value in ethtool_totals_delta(before, after).items():
-        name = _NIC_NAMES.get(key)
-        if name is None:
-            name = _NIC_NAMES[key] = "nic_" + key
-        out[name] = value
-    return out
+def _block(deltas: Deltas, names: tuple[str, ...]) -> ValueBlock:
+    """The deltas under column names; as float64 (the frame's type) when complete, set
+    where they moved: most counters do not move, and converting a long list costs."""
+    if not deltas.complete:
+        return ValueBlock(names, deltas.values, False)
+    if deltas.moved is None:
+        return ValueBlock(names, np.array(deltas.values, dtype=np.float64), True)
+    vector = np.zeros(len(names))
+    if deltas.moved:
+        vector[deltas.moved] = np.array([deltas.values[i] for i in deltas.moved],
+                                        dtype=np.float64)
+    return ValueBlock(names, vector, True)
 
 
-def _sysfs(inp: SideInput) -> dict[str, float]:
-    before, after = snapshot_pair(inp, "sysfs")
-    return dict(counter_delta(parse_sysfs_stats(before), parse_sysfs_stats(after)))
+_NIC_COLUMNS = NamesMemo(lambda counters: tuple("nic_" + c for c in counters))
+
+
+def _ethtool(inp: SideInput) -> ValueBlock:
+    deltas = ethtool_totals_deltas(*snapshot_pair(inp, "ethtool"))
+    return _block(deltas, _NIC_COLUMNS(deltas.names))
+
+
+def _sysfs(inp: SideInput) -> ValueBlock:
+    deltas = sysfs_deltas(*snapshot_pair(inp, "sysfs"))
+    return _block(deltas, deltas.names)
 
 
 def nstat_column(counter: str) -> str:
@@ -70,14 +83,16 @@ def nstat_column(counter: str) -> str:
     return name
 
 
-def _nstat(inp: SideInput) -> dict[str, float]:
+_NSTAT_COLUMNS = NamesMemo(lambda counters: tuple(map(nstat_column, counters)))
+
+
+def _nstat(inp: SideInput) -> ValueBlock:
     if inp.counter_format == "netstat-s":
         before, after = snapshot_pair(inp, "netstat")
-        delta = counter_delta(parse_netstat_s(before), parse_netstat_s(after))
+        deltas = Deltas.of(counter_delta(parse_netstat_s(before), parse_netstat_s(after)))
     else:
-        before, after = snapshot_pair(inp, "nstat")
-        delta = nstat_delta(before, after)
-    return {nstat_column(key): value for key, value in delta.items()}
+        deltas = nstat_deltas(*snapshot_pair(inp, "nstat"))
+    return _block(deltas, _NSTAT_COLUMNS(deltas.names))
 
 
 def _tc(inp: SideInput) -> dict[str, float]:

@@ -107,38 +107,38 @@ class ClockToEpoch:
     advances by one day.
     """
 
-    __slots__ = ("_day", "_tz", "_last", "_cache")
+    __slots__ = ("_day", "_tz", "_last", "_midnight")
 
     def __init__(self, day: date, tz: tzinfo) -> None:
         self._day = day
         self._tz = tz
         self._last = -1
-        self._cache: dict[str, float] = {}
+        self._midnight = self._epoch_of_midnight()
+
+    def _epoch_of_midnight(self) -> float:
+        day = self._day
+        return datetime(day.year, day.month, day.day, tzinfo=self._tz).timestamp()
 
     def __call__(self, clock: str) -> float:
         """Epoch seconds of ``clock`` (``HH:MM:SS``, 24 h) on the tracked date."""
         secs = int(clock[0:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:8])
         if self._last >= 0 and secs < self._last - 43200:
             self._day += timedelta(days=1)
-            self._cache.clear()
+            self._midnight = self._epoch_of_midnight()
         self._last = secs
-        cached = self._cache.get(clock)
-        if cached is None:
-            midnight = datetime(self._day.year, self._day.month, self._day.day, tzinfo=self._tz)
-            cached = midnight.timestamp() + secs
-            self._cache[clock] = cached
-        return cached
+        return self._midnight + secs
 
 
-_N = TypeVar("_N", int, float)
+_N = TypeVar("_N", int, float, str)
 
 
 class Memo(dict[str, _N]):
-    """Token -> number, converting on first use.
+    """Token -> number (or normalised token), converting on first use.
 
-    sysstat repeats the same tokens ("0.00", CPU numbers, RSS) all the time, and a dict
-    hit costs a fraction of ``float(token)``. Invalid tokens raise ValueError and are not
-    stored; the memo empties itself when it reaches ``limit`` entries.
+    sysstat repeats the same tokens ("0.00", CPU numbers, RSS, clocks) all the time, and
+    a dict hit costs a fraction of ``float(token)``. Invalid tokens raise (ValueError,
+    ParseError) and are not stored; the memo empties itself when it reaches ``limit``
+    entries.
     """
 
     __slots__ = ("_conv", "_limit")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from interop_runner.parsers.common import ParseError, counter_delta, excerpt
+from interop_runner.parsers.layout import (Aligned, AlignedCache, DeltaReader, Deltas,
+                                           LayoutCache, NotThisLayout, changed_units)
 
 __all__ = ["EthtoolStats", "parse_ethtool_stats", "ethtool_delta", "ethtool_totals_delta",
-           "QUEUE_SUM_PREFIX"]
+           "ethtool_totals_deltas", "QUEUE_SUM_PREFIX"]
 
 QUEUE_SUM_PREFIX = "queue_sum."
 
@@ -136,9 +139,128 @@ def ethtool_totals_delta(before: str, after: str) -> dict[str, int]:
     and only lines that differ are converted (most counters do not move during a run). Falls
     back to the full parse when the layouts differ. Same result, several times faster.
     """
+    return ethtool_totals_deltas(before, after).as_dict()
+
+
+def _counter_key(line: str) -> str | None:
+    """The raw key of a ``key: <unsigned integer>`` line, ``None`` for any other line."""
+    raw, sep, value = line.rpartition(": ")
+    return raw if sep and value.isdecimal() else None
+
+
+@dataclass(frozen=True, slots=True)
+class _TotalsPlan:
+    """How the counter lines of one layout become totals."""
+
+    names: tuple[str, ...]
+    slots: list[int]
+    """Per line: its total's index in ``names``, -1 when the line sets nothing (not a
+    counter, or a device-wide counter printed again further down)."""
+    sums: list[bool]
+    """Per line: a per-queue counter, added into its total (else it sets the total)."""
+    usable: bool
+    """False when there is no counter or two totals would share a name: the line-by-line
+    path handles those."""
+
+
+def _totals_plan(keys: list[str | None]) -> _TotalsPlan:
+    """The totals of a layout: device-wide counters (the last line of a name counts), then
+    per-queue sums (renamed ``queue_sum.<name>`` where the driver prints that total too)."""
+    last_global: dict[str, int] = {}
+    queue_lines: dict[str, list[int]] = {}
+    for i, raw in enumerate(keys):
+        if raw is not None:
+            queue, name = _classify(raw)
+            if queue < 0:
+                last_global[name] = i
+            else:
+                queue_lines.setdefault(name, []).append(i)
+    names = list(last_global)
+    slots, sums = [-1] * len(keys), [False] * len(keys)
+    for slot, i in enumerate(last_global.values()):
+        slots[i] = slot
+    for name, lines in queue_lines.items():
+        for i in lines:
+            slots[i], sums[i] = len(names), True
+        names.append(QUEUE_SUM_PREFIX + name if name in last_global else name)
+    return _TotalsPlan(tuple(names), slots, sums, 0 < len(names) == len(set(names)))
+
+
+def ethtool_totals_deltas(before: str, after: str) -> Deltas:
+    """:func:`ethtool_totals_delta` as :class:`Deltas` (a counter that went backwards is
+    ``None``); snapshots of a layout seen before share its ``names``.
+
+    The layout of ``after`` (which line holds which counter) is recognised by comparing it
+    with a cached snapshot of that layout: byte by byte (numpy) when the texts have that
+    snapshot's length, else line by line. Only lines that differ between the two snapshots
+    are converted.
+    """
+    return _READER.deltas(before, after)
+
+
+def _value_offset(raw: str | None, line: str) -> int:
+    """Where a line's value begins: after ``<raw key>: `` (beyond the end of a line that is
+    no counter: it may not change)."""
+    return len(raw) + 2 if raw is not None else len(line) + 1
+
+
+def _aligned_diffs(ref: Aligned, lines: list[int], before: str, after: str
+                   ) -> Iterator[tuple[int, int]]:
+    """(line, after - before) of the changed lines of snapshots that compare byte by byte
+    with ``ref``: their values are at the reference's places, digits only."""
+    begins, ends = ref.begins, ref.ends
+    for k in lines:
+        begin, end = begins[k], ends[k]
+        yield k, int(after[begin:end]) - int(before[begin:end])
+
+
+def _line_diffs(keys: list[str | None], b_lines: list[str], a_lines: list[str]
+                ) -> Iterator[tuple[int, int]]:
+    """(line, after - before) of the changed counter lines, as the line path checks them."""
+    for i in changed_units(b_lines, a_lines):
+        raw = keys[i]
+        if raw is None:
+            continue
+        raw_b, _, value_b = b_lines[i].rpartition(": ")
+        if raw_b != raw or not value_b.isdecimal():
+            raise NotThisLayout
+        yield i, int(a_lines[i][len(raw) + 2:]) - int(value_b)
+
+
+def _totals(plan: _TotalsPlan, diffs: Iterable[tuple[int, int]], before: str, after: str
+            ) -> Deltas:
+    """The totals of a usable plan from the changes of its lines (every other line adds 0);
+    a counter that went backwards is ``None``."""
+    totals = [0] * len(plan.names)
+    moved: dict[int, None] = {}
+    slots, sums = plan.slots, plan.sums
+    try:
+        for i, diff in diffs:
+            slot = slots[i]
+            if slot >= 0:
+                totals[slot] = totals[slot] + diff if sums[i] else diff
+                moved[slot] = None
+    except NotThisLayout:
+        return Deltas.of(_full_totals_delta(before, after))
+    except ValueError:  # beyond int's digit limit: raised where the line path raises it
+        return Deltas.of(_line_totals_delta(before, after))
+    if all(totals[slot] >= 0 for slot in moved):
+        return Deltas(plan.names, totals, True, list(moved))
+    return Deltas(plan.names, [v if v >= 0 else None for v in totals], False, list(moved))
+
+
+def _full_totals_delta(before: str, after: str) -> dict[str, int]:
+    """The totals' deltas through the full parse of both snapshots."""
+    return ethtool_delta(parse_ethtool_stats(before), parse_ethtool_stats(after)).totals
+
+
+def _line_totals_delta(before: str, after: str) -> dict[str, int]:
+    """The totals' deltas line by line, converting only lines that differ; the full parse
+    when the layouts differ. The reference of :func:`ethtool_totals_deltas`, which takes
+    this path for layouts whose totals would share a name."""
     b_lines, a_lines = before.split("\n"), after.split("\n")
     if len(b_lines) != len(a_lines) or "\r" in before or "\r" in after:
-        return ethtool_delta(parse_ethtool_stats(before), parse_ethtool_stats(after)).totals
+        return _full_totals_delta(before, after)
     cache = _KEY_CACHE
     globals_: dict[str, int] = {}
     sums: dict[str, int] = {}
@@ -151,8 +273,7 @@ def ethtool_totals_delta(before: str, after: str) -> dict[str, int]:
         else:
             raw_b, _, value_b = b.rpartition(": ")
             if raw_b != raw or not value_b.isdecimal():
-                return ethtool_delta(parse_ethtool_stats(before),
-                                     parse_ethtool_stats(after)).totals
+                return _full_totals_delta(before, after)
             diff = int(value) - int(value_b)
         cls = cache.get(raw)
         if cls is None:
@@ -172,6 +293,12 @@ def ethtool_totals_delta(before: str, after: str) -> dict[str, int]:
         if total >= 0:
             totals[QUEUE_SUM_PREFIX + name if name in clashes else name] = total
     return totals
+
+
+_READER: DeltaReader[str] = DeltaReader(
+    LayoutCache(_counter_key), AlignedCache(digits=True), _totals_plan, _value_offset,
+    _aligned_diffs, _line_diffs, _totals, _line_totals_delta, _full_totals_delta,
+    pairs_up=lambda before, after: "\r" not in before and "\r" not in after)
 
 
 def parse_ethtool_features(text: str) -> dict[str, tuple[bool, bool]]:

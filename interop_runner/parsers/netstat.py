@@ -8,10 +8,14 @@ nstat names are the section and the field of ``/proc/net/snmp``, ``/proc/net/net
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from interop_runner.parsers.common import ParseError, counter_delta, excerpt
+from interop_runner.parsers.layout import (Aligned, AlignedCache, DeltaReader, Deltas,
+                                           LayoutCache, NotThisLayout, changed_units)
 
-__all__ = ["parse_nstat", "parse_netstat_s", "nstat_delta"]
+__all__ = ["parse_nstat", "parse_netstat_s", "nstat_delta", "nstat_deltas"]
 
 _NSTAT_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)[ \t]+(\d+)(?:[ \t]+[0-9.]+)?[ \t]*$", re.M)
 
@@ -342,9 +346,119 @@ def nstat_delta(before: str, after: str) -> dict[str, int]:
     ``nstat -asz`` prints every counter in a fixed order, so unchanged lines are skipped
     without conversion; falls back to the full parse when the layouts differ.
     """
+    return nstat_deltas(before, after).as_dict()
+
+
+def _nstat_key(line: str) -> tuple[str, bool] | None:
+    """(name, whether anything follows it) of a counter line, ``None`` for a comment or an
+    empty line."""
+    if not line or line[0] == "#":
+        return None
+    name, _, rest = line.partition(" ")
+    return name, bool(rest)
+
+
+@dataclass(frozen=True, slots=True)
+class _NstatPlan:
+    """The counters of one layout: names in line order, each line's index among them."""
+
+    names: tuple[str, ...]
+    slots: list[int]
+    usable: bool
+    """False without counters or with a name printed twice (the line-by-line path)."""
+
+
+def _nstat_plan(keys: list[tuple[str, bool] | None]) -> _NstatPlan:
+    """Unchanged lines count as 0 when something follows the name, as in the line path."""
+    names: list[str] = []
+    slots = [-1] * len(keys)
+    for i, key in enumerate(keys):
+        if key is not None and key[1]:
+            slots[i] = len(names)
+            names.append(key[0])
+    return _NstatPlan(tuple(names), slots, 0 < len(names) == len(set(names)))
+
+
+def nstat_deltas(before: str, after: str) -> Deltas:
+    """:func:`nstat_delta` as :class:`Deltas` (a counter that went backwards is ``None``);
+    snapshots of a layout seen before share its ``names``. The layout is recognised as in
+    :func:`~interop_runner.parsers.ethtool.ethtool_totals_deltas` (nstat pads its columns,
+    so snapshots nearly always compare byte by byte); only lines that differ between the
+    two snapshots are converted."""
+    return _READER.deltas(before, after)
+
+
+def _value_offset(key: tuple[str, bool] | None, line: str) -> int:
+    """Where a line's key ends: after the name's space (nothing of a comment line but its
+    "#"; a name without anything after it may not change at all)."""
+    if key is None:
+        return 1
+    return len(key[0]) + 1 if key[1] else len(line) + 1
+
+
+def _first_int(rest: str) -> int:
+    """The value of ``<value> <rate>`` (ValueError, IndexError: not a counter line)."""
+    return int(rest.split(None, 1)[0])
+
+
+def _aligned_diffs(ref: Aligned, lines: list[int], before: str, after: str
+                   ) -> Iterator[tuple[int, int]]:
+    """(line, after - before) of the changed counter lines of snapshots that compare byte
+    by byte with ``ref``: each begins with the reference's name and a space (a comment
+    line may change after its "#", and does not count)."""
+    begins, ends, keys = ref.begins, ref.ends, ref.layout.keys
+    for k in lines:
+        if keys[k] is not None:
+            begin, end = begins[k], ends[k]
+            yield k, _first_int(after[begin:end]) - _first_int(before[begin:end])
+
+
+def _line_diffs(keys: list[tuple[str, bool] | None], b_lines: list[str], a_lines: list[str]
+                ) -> Iterator[tuple[int, int]]:
+    """(line, after - before) of the changed counter lines, as the line path checks them."""
+    for i in changed_units(b_lines, a_lines):
+        key = keys[i]
+        if key is None:
+            continue
+        name = key[0]
+        b_name, _, b_rest = b_lines[i].partition(" ")
+        if b_name != name:
+            raise NotThisLayout
+        yield i, _first_int(a_lines[i][len(name) + 1:]) - _first_int(b_rest)
+
+
+def _values(plan: _NstatPlan, diffs: Iterable[tuple[int, int]], before: str, after: str
+            ) -> Deltas:
+    """The deltas of a usable plan from the changes of its lines (every other line is 0);
+    a counter that went backwards is ``None``."""
+    values: list[int | None] = [0] * len(plan.names)
+    moved: list[int] = []
+    dropped = 0
+    try:
+        for i, diff in diffs:
+            slot = plan.slots[i]
+            values[slot] = None if diff < 0 else diff
+            dropped += diff < 0
+            moved.append(slot)
+    except (NotThisLayout, ValueError, IndexError):
+        return Deltas.of(_full_delta(before, after))
+    if dropped == len(values):
+        return Deltas.of(_full_delta(before, after))
+    return Deltas(plan.names, values, not dropped, moved)
+
+
+def _full_delta(before: str, after: str) -> dict[str, int]:
+    """The deltas through the full parse of both snapshots."""
+    return counter_delta(parse_nstat(before), parse_nstat(after))
+
+
+def _line_delta(before: str, after: str) -> dict[str, int]:
+    """The deltas line by line, converting only lines that differ; the full parse when the
+    layouts differ. The reference of :func:`nstat_deltas`, which takes this path for
+    layouts that print a name twice."""
     b_lines, a_lines = before.split("\n"), after.split("\n")
     if len(b_lines) != len(a_lines):
-        return counter_delta(parse_nstat(before), parse_nstat(after))
+        return _full_delta(before, after)
     out: dict[str, int] = {}
     for b, a in zip(b_lines, a_lines):
         if not a or a[0] == "#":
@@ -356,13 +470,18 @@ def nstat_delta(before: str, after: str) -> dict[str, int]:
             continue
         b_name, _, b_rest = b.partition(" ")
         if b_name != name:
-            return counter_delta(parse_nstat(before), parse_nstat(after))
+            return _full_delta(before, after)
         try:
             diff = int(rest.split(None, 1)[0]) - int(b_rest.split(None, 1)[0])
         except (ValueError, IndexError):
-            return counter_delta(parse_nstat(before), parse_nstat(after))
+            return _full_delta(before, after)
         if diff >= 0:
             out[name] = diff
     if not out:
-        return counter_delta(parse_nstat(before), parse_nstat(after))
+        return _full_delta(before, after)
     return out
+
+
+_READER: DeltaReader[tuple[str, bool]] = DeltaReader(
+    LayoutCache(_nstat_key), AlignedCache(digits=False), _nstat_plan, _value_offset,
+    _aligned_diffs, _line_diffs, _values, _line_delta, _full_delta)

@@ -28,7 +28,7 @@ def parse_proc_times(text: str) -> ProcTimes:
     ticks = {}
     for line in lines[1:]:
         pid, _, rest = line.partition(" ")
-        fields = rest.rpartition(")")[2].split()
+        fields = rest.rpartition(")")[2].split(None, 15)  # 15 fields are enough
         if not pid.isdecimal() or len(fields) < 15:
             continue
         if not all(f.isdecimal() for f in fields[11:15]):

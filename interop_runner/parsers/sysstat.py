@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from interop_runner.parsers.common import (
     FLOATS,
@@ -27,6 +27,7 @@ __all__ = [
     "mean_cpu_pct",
     "MpstatSample",
     "parse_mpstat_json",
+    "mpstat_busy",
 ]
 
 _AMPM = frozenset({"AM", "PM", "am", "pm"})
@@ -320,6 +321,7 @@ def _mpstat_statistics(text: str) -> tuple[str | None, list[Any]]:
     return (dm[1] if dm else None), stats
 
 
+_S = TypeVar("_S")
 _MPSTAT_FIELDS = ("usr", "nice", "sys", "iowait", "irq", "soft", "steal", "guest", "gnice", "idle")
 _MPSTAT_GET = itemgetter(*_MPSTAT_FIELDS)
 
@@ -329,7 +331,7 @@ def _num(entry: dict[str, Any], key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _clock_of(stamp: str) -> str:
+def _read_clock(stamp: str) -> str:
     parts = stamp.split()
     clock = clock_24h(parts[0], parts[1] if len(parts) > 1 else None) if parts else None
     if clock is None:
@@ -337,21 +339,35 @@ def _clock_of(stamp: str) -> str:
     return clock
 
 
+_CLOCKS: Memo[str] = Memo(_read_clock, limit=100_000)  # both nodes print the same times
+
+
+def _clock_of(stamp: str) -> str:
+    """The 24-hour clock of an mpstat timestamp (ParseError when it is none)."""
+    return _CLOCKS[stamp]
+
+
 def _mpstat_fast(
-    text: str, tz: tzinfo, cpus: Container[int | str] | None
-) -> list[MpstatSample] | None:
-    """Regex reading of a complete document; None if some interval has no readable entry."""
+    text: str, tz: tzinfo, cpus: Container[int | str] | None,
+    entries_of: Callable[[str], list[tuple[str, ...]] | None],
+    make: Callable[[float | None, str, int | str, tuple[str, ...]], _S | None],
+) -> list[_S] | None:
+    """Regex reading of a complete document; None if some interval has no readable entry.
+
+    ``entries_of(text)`` finds an interval's CPU entries (regex groups, cpu first; ``None``
+    to give up); ``make(epoch, clock, cpu, entry)`` turns one into an item (``None``: left
+    out) and raises ValueError for a value that is no number.
+    """
     chunks = text.split('"timestamp": "')
     if len(chunks) < 2:
         return None
     dm = _MPSTAT_DATE.search(chunks[0])
     day = parse_tool_date(dm[1]) if dm else None
     to_epoch = ClockToEpoch(day, tz) if day else None
-    f = FLOATS
-    out: list[MpstatSample] = []
+    out: list[_S] = []
     for chunk in chunks[1:]:
         stamp, _, rest = chunk.partition('"')
-        entries = _MPSTAT_CPU.findall(rest)
+        entries = entries_of(rest)
         if not entries:
             return None
         clock = _clock_of(stamp)
@@ -361,12 +377,40 @@ def _mpstat_fast(
             if cpus is not None and cpu not in cpus:
                 continue
             try:
-                out.append(MpstatSample(
-                    epoch, clock, cpu, f[e[1]], f[e[2]], f[e[3]], f[e[4]], f[e[5]], f[e[6]],
-                    f[e[7]], f[e[8]], f[e[9]], f[e[10]]))
+                item = make(epoch, clock, cpu, e)
             except ValueError:  # "0-.00" matches [-0-9.]+ but is no number: the JSON path
                 return None
+            if item is not None:
+                out.append(item)
     return out
+
+
+def _sample(epoch: float | None, clock: str, cpu: int | str, e: tuple[str, ...]
+            ) -> MpstatSample:
+    f = FLOATS
+    return MpstatSample(epoch, clock, cpu, f[e[1]], f[e[2]], f[e[3]], f[e[4]], f[e[5]],
+                        f[e[6]], f[e[7]], f[e[8]], f[e[9]], f[e[10]])
+
+
+# sysstat's %.2f: a subset of the loose [-0-9.]+ that float() reads (possessive: the same
+# matches, found without backtracking)
+_F = r"-?[0-9]++\.[0-9]++"
+_MPSTAT_IDLE = re.compile(
+    rf'\{{"cpu": "([^"]*)", "usr": {_F}, "nice": {_F}, "sys": {_F}, "iowait": {_F}, '
+    rf'"irq": {_F}, "soft": {_F}, "steal": {_F}, "guest": {_F}, "gnice": {_F}, '
+    rf'"idle": ({_F})\}}')
+
+
+def _idle_entries(text: str) -> list[tuple[str, ...]] | None:
+    """(cpu, idle) of every CPU entry, when each one is plainly formatted: then the loose
+    regex finds the same entries and every value is a number; else ``None``."""
+    entries: list[tuple[str, ...]] = _MPSTAT_IDLE.findall(text)
+    return entries if len(entries) == text.count('{"cpu": "') else None
+
+
+def _busy(epoch: float | None, clock: str, cpu: int | str, e: tuple[str, ...]
+          ) -> tuple[int | str, float, float] | None:
+    return None if epoch is None else (cpu, epoch, 100.0 - FLOATS[e[1]])
 
 
 def parse_mpstat_json(
@@ -388,7 +432,7 @@ def parse_mpstat_json(
     if not text.strip():
         raise ParseError("empty mpstat output")
     if text.rstrip().endswith("}}"):
-        fast = _mpstat_fast(text, tz, cpus)
+        fast = _mpstat_fast(text, tz, cpus, _MPSTAT_CPU.findall, _sample)
         if fast:
             return fast
     date_text, stats = _mpstat_statistics(text)
@@ -422,6 +466,19 @@ def parse_mpstat_json(
     return out
 
 
+def mpstat_busy(text: str, *, tz: tzinfo = timezone.utc) -> list[tuple[int | str, float, float]]:
+    """(cpu, epoch timestamp, busy % = 100 - idle) of each sample of
+    :func:`parse_mpstat_json` that has an idle share and a timestamp, in order; the same
+    errors. Reads only what it returns from a complete document (what mpstat -o JSON
+    leaves when stopped by SIGINT)."""
+    if text.rstrip().endswith("}}"):
+        fast = _mpstat_fast(text, tz, None, _idle_entries, _busy)
+        if fast is not None:  # then parse_mpstat_json's fast path has a sample per entry
+            return fast
+    return [(s.cpu, s.timestamp, 100.0 - s.idle) for s in parse_mpstat_json(text, tz=tz)
+            if s.idle is not None and s.timestamp is not None]
+
+
 def pidstat_cpu_summary(
     text: str, start_s: float | None = None, end_s: float | None = None
 ) -> tuple[float | None, float | None]:
@@ -450,24 +507,28 @@ def pidstat_cpu_summary(
     hi = float("inf") if end_s is None else end_s + 1
     per_interval: dict[str, float] = {}
     per_thread: dict[str, list[float]] = {}
+    floats = FLOATS  # the same stamps and shares recur on many lines
     for line in lines:
         if not line or line[0] in "#L":
             continue
         tokens = line.split()
         if len(tokens) < ncols:
             continue
+        stamp = tokens[0]
         try:
-            ts = float(tokens[0])
-            cpu = float(tokens[cpu_i])
+            ts = floats[stamp]
+            cpu = floats[tokens[cpu_i]]
         except ValueError:
             continue
-        if ts < lo or ts > hi:
+        if ts < lo or ts > hi:  # (a NaN stamp stays in)
             continue
         tid = tokens[tid_i]
         if tid == "-":
-            per_interval[tokens[0]] = per_interval.get(tokens[0], 0.0) + cpu
+            per_interval[stamp] = per_interval.get(stamp, 0.0) + cpu
+        elif (shares := per_thread.get(tid)) is None:
+            per_thread[tid] = [cpu]
         else:
-            per_thread.setdefault(tid, []).append(cpu)
+            shares.append(cpu)
     mean = sum(per_interval.values()) / len(per_interval) if per_interval else None
     top = max((sum(v) / len(v) for v in per_thread.values()), default=None)
     return mean, top
