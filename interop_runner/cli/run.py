@@ -255,12 +255,17 @@ class LiveCache:
         self._failed: str | None = None
         # pandas and the parsers load during the campaign's set-up, not before a transfer
         self._import = threading.Thread(target=_import_cache_module, daemon=True)
+        if len(campaign.testbeds) > 1:
+            # several testbeds run in forked workers: no thread may hold the import lock
+            # when they fork, and their records are parsed at the end (finish)
+            return
         self._import.start()
         campaign.on_stored = self.add
 
     def add(self, run_json: Path) -> None:
         """Parse one stored record (a failure only costs the cache: the records stay)."""
-        self._import.join()
+        if self._import.is_alive():
+            self._import.join()
         if self._failed is not None or self.campaign.directory is None:
             return
         try:
@@ -274,7 +279,8 @@ class LiveCache:
 
     def finish(self, directory: Path) -> None:
         """Write the cache (every record parsed now that was not added: several testbeds)."""
-        self._import.join()
+        if self._import.is_alive():
+            self._import.join()
         if self._failed is not None:
             print(f"warning: no results cache written ({self._failed})", file=sys.stderr)
             return
