@@ -192,7 +192,8 @@ def plan(meta: ImplementationMeta, params: dict[str, Any]) -> AttemptPlan:
         campaign_id="evil_20260101T000000Z", testbed="t", testcase="goodput", repetition=1,
         attempt=1, server_meta=meta, client_meta=meta, server_version="1", client_version="1",
         server_params=params, client_params=params, alpn="h3", port=4433, file_name="f",
-        file_size=1, file_digest=hashlib.sha256(b"x").hexdigest(), client_timeout=60,
+        file_size=1, file_digest=hashlib.sha256(b"x").hexdigest(), hash_algorithm="sha256",
+        client_timeout=60,
         server_ready_timeout=5)
 
 
