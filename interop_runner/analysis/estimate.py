@@ -424,9 +424,8 @@ def _newest_first(results_dir: Path) -> list[Path]:
 def _campaign(directory: Path, names: set[str]) -> _Campaign | None:
     """The campaign in ``directory`` if it ran on one of ``names`` (None: not ours, or its
     campaign.json cannot be read)."""
-    try:
-        meta = read_campaign(directory / "campaign.json")
-    except (OSError, ValueError, StoreError):
+    meta = _document(directory / "campaign.json")
+    if meta is None:
         return None
     started = str(meta.get("started_at") or "")
     testbed = meta.get("testbed")

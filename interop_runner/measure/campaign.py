@@ -171,7 +171,8 @@ class Campaign:
         # called with each stored run.json (from the deferred-work thread, in order)
         self.on_stored: Callable[[Path], None] | None = None
         self.directory: Path | None = None  # the campaign's results directory, once known
-        self._deferred: DeferredWork | None = None
+        # a finished attempt's management work (a new one per session: _execute_one)
+        self._deferred = DeferredWork(exclusive=self.testbed.local)
         # host keys accepted on first use by a connection made before the campaign (per testbed)
         self.trusted_before: dict[str, list[dict[str, str]]] = {}
         # how a node is reached: SSH (tests may hand in nodes with a LocalExecutor)
@@ -467,9 +468,8 @@ class Campaign:
             if mon.perf_event:
                 statuses[node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
-        return Prepared(versions, errors, served.path.rsplit("/", 1)[1], served.digest,
-                        monitors[0], monitors[1],
-                        images=images)
+        return Prepared(versions, errors, served.name, served.digest, monitors[0],
+                        monitors[1], images=images)
 
     def _serve_file(self, server: Node, doc: CampaignRecord) -> ServedFile:
         """The file to download, from the server node's cache when its content still matches
@@ -478,7 +478,7 @@ class Campaign:
         served = prepare_file(server, f"goodput-{cfg.file_size}.bin", cfg.file_size,
                               cfg.verify_hash, keep=cfg.file_cache,
                               timeout=max(120.0, cfg.file_size / 50e6))
-        doc.file = FileInfo(name=served.path.rsplit("/", 1)[1], size=served.size,
+        doc.file = FileInfo(name=served.name, size=served.size,
                             hash_algorithm=served.algorithm, digest=served.digest,
                             reused=served.reused, note=served.note)
         if served.note:
@@ -546,8 +546,7 @@ class Campaign:
             if self.cfg.on_error == "stop" and record.status in ("failed", "timeout"):
                 raise CampaignStopped(f"{run.key} attempt {record.attempt} {record.status}: "
                                       f"{record.reason} (on_error: stop; --resume runs it again)")
-        if self._deferred is not None:
-            self._deferred.wait()  # every record stored: the caller may read them now
+        self._deferred.wait()  # every record stored: the caller may read them now
 
     def _run_one(self, run: PlannedRun, server: Node, client: Node, prepared: Prepared,
                  directory: Path) -> tuple[RunRecord, BaseException | None]:
@@ -567,10 +566,7 @@ class Campaign:
             write_run(out.parent / f"attempt-{orphan}", lost)
         out.mkdir(parents=True)
         record, attempt_run = self._attempt(run, plan, server, client, prepared, out)
-        if self._deferred is None:  # outside a session (tests): everything now
-            self._store(attempt_run, record, out)
-        else:
-            self._deferred.submit(lambda: self._store(attempt_run, record, out))
+        self._deferred.submit(lambda: self._store(attempt_run, record, out))
         return record, attempt_run.abort if attempt_run is not None else None
 
     def _store(self, attempt_run: Attempt | None, record: RunRecord, out: Path) -> None:
@@ -598,7 +594,7 @@ class Campaign:
         attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
                               prepared.client_monitors, prepared.server_knobs,
                               prepared.client_knobs,
-                              self._deferred.before_transfer if self._deferred else None)
+                              self._deferred.before_transfer)
         return attempt_run.run(postprocess=False), attempt_run
 
     def _server_port(self, server: str) -> int:

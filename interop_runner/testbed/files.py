@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from interop_runner.errors import PreflightError
 from interop_runner.storage.layout import utc_now
 from interop_runner.testbed.node import Node
 from interop_runner.units import format_iec
@@ -56,6 +55,11 @@ class ServedFile:
     digest: str
     reused: bool  # taken from the node's cache
     note: str | None = None  # why a cached file was not used
+
+    @property
+    def name(self) -> str:
+        """The file's name (what clients request)."""
+        return self.path.rsplit("/", 1)[1]
 
 
 def hash_argv(algorithm: str, path: str) -> list[str]:
@@ -150,12 +154,8 @@ def _generate_cached(node: Node, base: str, size: int, algorithm: str,
 
 def _generate(node: Node, path: str, size: int, timeout: float) -> None:
     """``size`` random bytes at ``path``, after checking the space for them."""
-    where = path.rsplit("/", 1)[0]
-    avail = int(node.run(["df", "-B1", "--output=avail", where]).stdout.split()[-1])
-    if avail < size + SPACE_MARGIN:
-        raise PreflightError(f"{node.name}: {where} has {format_iec(avail)} free, the "
-                             f"{format_iec(size)} file needs {format_iec(size + SPACE_MARGIN)}"
-                             " (lower file_size or free space)")
+    node.require_space(path.rsplit("/", 1)[0], size + SPACE_MARGIN,
+                       f"the {format_iec(size)} file")
     node.run(["sh", "-c", _GENERATE, path, str(size)], timeout=timeout)
 
 

@@ -142,10 +142,15 @@ class Node:
         if missing:
             raise PreflightError(f"{self.name}: missing tools: {', '.join(missing)}")
         self.run(["mkdir", "-p", where, self.cfg.workdir])
+        self.require_space(where, need_bytes, "the campaign")
+
+    def require_space(self, where: str, need_bytes: int, what: str) -> None:
+        """PreflightError (one line naming this node and ``where``) unless ``where`` has
+        ``need_bytes`` free for ``what``."""
         avail = int(self.run(["df", "-B1", "--output=avail", where]).stdout.split()[-1])
         if avail < need_bytes:
             raise PreflightError(
-                f"{self.name}: {where} has {format_iec(avail)} free, the campaign needs "
+                f"{self.name}: {where} has {format_iec(avail)} free, {what} needs "
                 f"{format_iec(need_bytes)} (lower file_size or free space)")
 
     def collect_facts(self, raw_dir: Path | None = None) -> dict[str, Any]:
