@@ -190,6 +190,28 @@ def test_ssh_runs_in_node_namespace(connect: Connect, node: NodeSpec) -> None:
     ex.run(["rm", "-f", f"/dev/shm/qir-test-{node.name}"], timeout=10)
 
 
+@pytest.mark.parametrize("node", NODES, ids=lambda n: n.name)
+def test_node_scratch_is_its_own_tmpfs_shared_with_the_node(connect: Connect,
+                                                             node: NodeSpec) -> None:
+    """The node's tmpdir is a tmpfs of its own (huge pages where the kernel has them), seen
+    by the node over SSH as the same file system the management host sees."""
+    host = [ln.split() for ln in Path("/proc/self/mounts").read_text().splitlines()]
+    (entry,) = [f for f in host if f[1] == node.tmpdir]
+    assert entry[2] == "tmpfs" and "mode=755" in entry[3].split(",")
+    if Path("/sys/kernel/mm/transparent_hugepage").is_dir():
+        assert local.SCRATCH_HUGE in entry[3].split(",")
+    ex = connect(node)
+    seen = ex.run(["sh", "-c", 'grep -F " $0 tmpfs " /proc/self/mounts', node.tmpdir],
+                  timeout=10).stdout.split()
+    assert seen[1:4] == entry[1:4]
+    marker = Path(node.tmpdir, "qir-scratch-test")
+    marker.write_text(node.name)
+    try:
+        assert ex.read_text(str(marker)) == node.name
+    finally:
+        marker.unlink()
+
+
 def test_data_link_crosses_between_nodes(connect: Connect) -> None:
     server, client = connect(SERVER), connect(CLIENT)
     res = server.run(_ping_argv(CLIENT.data_ip), timeout=10, check=False)
