@@ -93,9 +93,16 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
+def program(pid: int) -> bytes:
+    """The process's argv[0]: the program itself, not a tool that names it in its arguments
+    (the implementation's `version` script runs `go version -m .../quic-go/bin/server` on
+    the node, a process an argument match would count as the first server)."""
+    return cmdline(pid).split(b"\0", 1)[0]
+
+
 class Injector(threading.Thread):
-    """Waits for the ``nth`` distinct process (in ``ns``) whose command line holds ``needle``,
-    lets it run ``delay`` s, then calls ``action(pid)`` once."""
+    """Waits for the ``nth`` distinct process (in ``ns``) whose program (argv[0]) holds
+    ``needle``, lets it run ``delay`` s, then calls ``action(pid)`` once."""
 
     def __init__(self, ns: str, needle: bytes, nth: int, action: Callable[[int], None],
                  delay: float = 0.5, timeout: float = 150) -> None:
@@ -115,7 +122,7 @@ class Injector(threading.Thread):
                 except Exception:
                     pids = set()
                 for pid in sorted(pids - seen):
-                    if self.needle in cmdline(pid):
+                    if self.needle in program(pid):
                         seen.add(pid)
                         if len(seen) == self.nth:
                             # the scenario: the fault hits a process that has run `delay` s.
@@ -123,7 +130,7 @@ class Injector(threading.Thread):
                             # (32 MiB through a 200 Mbit/s tbf lasts >= 1.3 s, whatever the
                             # CPU), so the process is still there (checked just below)
                             time.sleep(self.delay)
-                            if self.needle not in cmdline(pid):
+                            if self.needle not in program(pid):
                                 raise AssertionError("the process ended before the fault")
                             self.action(pid)
                             self.fired = True
