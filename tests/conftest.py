@@ -48,6 +48,11 @@ def wait_until(predicate: Callable[[], T], *, timeout: float = 30.0, interval: f
         time.sleep(interval)
 
 
+def campaign_dirs(results: Path) -> list[Path]:
+    """The campaign directories in a results directory (not its history.duckdb)."""
+    return sorted(p for p in results.iterdir() if (p / "campaign.json").is_file())
+
+
 def write(path: Path, text: str) -> Path:
     """Write a text file and return its path."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import pytest
 
 from interop_runner.storage.store import iter_run_files, read_run
 
-from .conftest import TESTBED_FILE
+from .conftest import campaign_dirs, TESTBED_FILE
 from .test_campaign import assert_nodes_clean, run_cli
 
 OLD, NEW = "quic-go@v0.64.0", "quic-go"
@@ -37,7 +37,7 @@ sweep:
 """)
     proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "r"), "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    (camp,) = (tmp_path / "r").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "r")
     records = sorted((read_run(p) for p in iter_run_files(camp)), key=lambda r: r["start_ns"])
     # 2 planned rounds + 1 adaptive round (2 samples per arm cannot decide), both arms each
     assert len(records) == 6 and all(r["status"] == "ok" and r["hash_ok"] for r in records)
@@ -86,7 +86,7 @@ sweep:
 """)
     proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "r"), "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    (camp,) = (tmp_path / "r").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "r")
     ids = sorted({read_run(p)["variant"] for p in iter_run_files(camp)})
     assert ids == ["cap=150mbit", "cap=None"]
     res = run_cli("compare", str(camp), "--variants", "cap=None", "cap=150mbit",

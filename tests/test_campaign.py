@@ -15,7 +15,7 @@ from interop_runner.measure.campaign import Campaign
 from interop_runner.config.campaign import load_campaign
 from interop_runner.measure.attempt import Attempt
 
-from .conftest import ROOT, TESTBED_FILE, scratch_leftovers, stray_processes, wait_until, \
+from .conftest import campaign_dirs, ROOT, TESTBED_FILE, scratch_leftovers, stray_processes, wait_until, \
     write
 
 SIZE = 50 * 2**20
@@ -88,7 +88,7 @@ pairs:
     assert proc.returncode == 0, proc.stderr
     assert "median_mbps" in proc.stdout and "quic-go" in proc.stdout
 
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     df = load_results(camp)
     assert len(df) == 6
     ok = df[df["status"] == "ok"]
@@ -223,7 +223,7 @@ server_knobs: {rate: 200mbit}
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert_nodes_clean(local_testbed)
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     meta = json.loads((camp / "campaign.json").read_text())
     assert meta["status"] == "interrupted" and meta["finished_at"]
     df = load_results(camp)
@@ -246,7 +246,7 @@ pairs: [{server: tcp-tls, client: tcp-tls}]
     with pytest.raises(RuntimeError, match="bug in the runner"):
         execute(cfg_path, tmp_path)
     assert_nodes_clean(local_testbed)
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     assert json.loads((camp / "campaign.json").read_text())["finished_at"]
 
 
@@ -280,7 +280,7 @@ pairs: [{server: quic-go, client: quic-go}]
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert lines[0].startswith("error: server: /dev/shm/qir-server has ")
     assert "the campaign needs 64.00 TiB" in lines[0]
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     meta = json.loads((camp / "campaign.json").read_text())
     assert meta["status"].startswith("aborted: server: /dev/shm/qir-server has")
     assert_nodes_clean(local_testbed)

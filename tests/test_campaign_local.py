@@ -33,7 +33,7 @@ from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import RUN_SCHEMA_VERSION, load_run, read_run
 from interop_runner.testbed.node import Node
 
-from .conftest import scratch_leftovers
+from .conftest import campaign_dirs, scratch_leftovers
 
 SIZE = 256 * 1024
 
@@ -189,7 +189,7 @@ def test_on_error_stop_then_resume_reruns_the_failed_run(tmp_path: Path,
     with pytest.raises(CampaignStopped, match="attempt 1 failed: client exited 3: plain: "
                                               "told to fail"):
         campaign(tmp_path, body).execute()
-    (directory,) = (tmp_path / "results").iterdir()
+    (directory,) = campaign_dirs(tmp_path / "results")
     doc = load_campaign_record(directory / "campaign.json")
     assert doc.status.startswith("stopped: ") and doc.finished_at
     (first,) = [load_run(p) for p in iter_run_files(directory)]
@@ -223,7 +223,7 @@ def test_sigterm_during_an_attempt_records_it_and_resume_continues(tmp_path: Pat
     camp = campaign(tmp_path, body)
     with pytest.raises(KeyboardInterrupt):
         camp.execute()
-    (directory,) = (tmp_path / "results").iterdir()
+    (directory,) = campaign_dirs(tmp_path / "results")
     doc = load_campaign_record(directory / "campaign.json")
     assert doc.status == "interrupted" and doc.finished_at and doc.wall_s
     (rec,) = [load_run(p) for p in iter_run_files(directory)]

@@ -18,7 +18,7 @@ from interop_runner.config.knobs import DEFAULT_SOCKET_BUFFER
 from interop_runner.measure.attempt import Attempt
 from interop_runner.storage.store import iter_run_files, read_run
 
-from .conftest import ROOT, scratch_leftovers, wait_until
+from .conftest import campaign_dirs, ROOT, scratch_leftovers, wait_until
 from .test_campaign import assert_nodes_clean, campaign, default_sigint, receiving, run_cli
 
 SWEEP = """name: sweep
@@ -89,7 +89,7 @@ def test_two_axis_sweep_resumes_after_interruption(tmp_path, local_testbed, monk
     interrupt_on(monkeypatch, 4)
     with pytest.raises(KeyboardInterrupt):
         Campaign(cfg, testbed, tmp_path / "results").execute()
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     assert host_state() == before, "knobs not restored after the interruption"
     first = {p: p.read_bytes() for p in iter_run_files(camp)}
     assert len(first) == 4
@@ -165,7 +165,7 @@ def test_knobs_are_applied_recorded_and_restored_after_a_failure(tmp_path, local
     assert "orphan" not in during
     assert "1400" in during["qir-server"] and "tbf" in during["qir-server"]
     assert "statistic" in during["qir-client"]
-    (path,) = iter_run_files(next((tmp_path / "results").iterdir()))
+    (path,) = iter_run_files(campaign_dirs(tmp_path / "results")[0])
     rec = read_run(path)
     assert rec["status"] == "failed" and "injected failure" in rec["reason"]
     server, client = rec["knobs"]["server"], rec["knobs"]["client"]
@@ -270,7 +270,7 @@ pairs: [{{server: quic-go, client: quic-go}}]
     proc = run_cli("run", str(cfg_path), "--results-dir", str(tmp_path / "results"),
                    "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     records = [read_run(p) for p in iter_run_files(camp)]
     assert len(records) == total and all(r["status"] == "ok" for r in records)
     used = sorted(r["testbed"] for r in records)
@@ -334,7 +334,7 @@ pairs: [{{server: quic-go, client: quic-go}}]
     assert_nodes_clean(local_testbed)
     for d in ("/dev/shm/qirb-server", "/dev/shm/qirb-client"):
         assert scratch_leftovers(d) == []
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     meta = json.loads((camp / "campaign.json").read_text())
     assert meta["status"] == "interrupted"
     records = [read_run(p) for p in iter_run_files(camp)]

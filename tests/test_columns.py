@@ -59,7 +59,7 @@ def test_every_monitor_column_of_the_campaign_exists() -> None:
     frame = load_results(SAMPLE, cache=False)
     ran = json.loads((SAMPLE / "campaign.json").read_text())["config"]["monitors"]
     declared = declared_columns(ran)
-    assert len(declared) == 2 * (1 + 24 + 9 + 2 + 2 + 2)  # cpu, sysfs, nstat, tc, pidstat, mpstat
+    assert len(declared) == 2 * (3 + 24 + 9 + 2 + 2 + 2)  # cpu, sysfs, nstat, tc, pidstat, mpstat
     assert [c for c in declared if c not in frame.columns] == []
 
 

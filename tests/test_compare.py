@@ -53,11 +53,13 @@ def _hosts() -> dict[str, Any]:
 def _write_campaign(root: Path, name: str, cells: dict[tuple[str, str, str], list[float | None]],
                     *, version: str = "v1.0.0", hosts: dict[str, Any] | None = None,
                     written: dict[tuple[str, str, str], tuple[str, str]] | None = None,
-                    order: str | None = None) -> Path:
+                    order: str | None = None, client_cpu_s: list[float] | None = None) -> Path:
     """A campaign tree like tests/data/results-sample: campaign.json and one run.json per
     attempt. ``cells``: (server, client, variant) -> goodputs (None: a failed attempt), the
     i-th value is repetition i; ``written``: the pair as the campaign wrote it (run.json
-    ``cell``), where it differs; ``order``: the run order recorded in campaign.json."""
+    ``cell``), where it differs; ``order``: the run order recorded in campaign.json;
+    ``client_cpu_s``: the client's CPU seconds of repetition i (user time), bytes_received
+    then being the file size."""
     directory = root / name
     directory.mkdir(parents=True)
     meta = json.loads(SAMPLE.read_text())
@@ -83,6 +85,10 @@ def _write_campaign(root: Path, name: str, cells: dict[tuple[str, str, str], lis
                 "variant": variant, "axes": axes, "testbed": "local", "monitors": {},
                 "schema_version": 2,
             }
+            if client_cpu_s is not None and value is not None:
+                record["bytes_received"] = 8388608
+                record["start_ns"], record["end_ns"] = 10**18, 10**18 + 10**8
+                record["client"].update(cpu_user_s=client_cpu_s[rep - 1], cpu_system_s=0.0)
             if written and (server, client, variant) in written:
                 ws, wc = written[(server, client, variant)]
                 record["cell"] = {"server": ws, "client": wc}
@@ -441,7 +447,8 @@ def test_cli_json_and_output_file(campaigns: dict[str, Path], tmp_path: Path,
     code = main(["compare", str(campaigns["a"]), str(campaigns["b"]), "--format", "json",
                  "-o", str(out_file), "--min-effect", "0.05"])
     assert code == 5
-    assert capsys.readouterr().out.strip() == f"{out_file}: 1 slower, 1 no change"
+    assert capsys.readouterr().out.strip() == (f"{out_file}: 1 slower, 1 no change; "
+                                               "CPU cost: not measured")
     data = json.loads(out_file.read_text())
     assert data["summary"] == {"slower": 1, "faster": 0, "no change": 1, "inconclusive": 0}
     assert data["settings"]["min_effect"] == 0.05 and data["forced"] is False
@@ -778,3 +785,23 @@ def test_paired_is_chosen_for_a_campaign_in_paired_order(
     assert "**Method**: paired" in out and "| pairs |" in out and "Wilcoxon" in out
     assert main(["compare", str(shuffled_dir), "--variants", "a", "b"]) == 0
     assert "method: unpaired (the campaign ran in order shuffled" in capsys.readouterr().out
+
+
+def test_cli_same_goodput_but_20_percent_more_cpu_per_byte_is_costlier_and_gates(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cells = {("quic-go", "quic-go", ""): _noisy(1000, 0.004, 6, 1)}
+    cpu_a = _noisy(0.05, 0.01, 6, 7)
+    a = _write_campaign(tmp_path, "a", cells, client_cpu_s=cpu_a)
+    b = _write_campaign(tmp_path, "b", cells, client_cpu_s=[1.2 * v for v in cpu_a])
+    code = main(["compare", str(a), str(b), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["no change"] == 1 and out["summary"]["slower"] == 0
+    (client,) = [c for c in out["cpu_cost"]["cells"] if c["side"] == "client"]
+    assert client["verdict"] == "costlier" and client["rel_diff"] == pytest.approx(0.2)
+    assert client["median_a"] == pytest.approx(np.median(cpu_a) / (8388608 / 2**30))
+    (server,) = [c for c in out["cpu_cost"]["cells"] if c["side"] == "server"]
+    assert server["verdict"] == "inconclusive" and server["note"].startswith("no CPU cost")
+    assert code == 5
+    assert main(["compare", str(a), str(b), "--ignore-cpu"]) == 0
+    table = capsys.readouterr().out
+    assert "CPU cost: 1 costlier, 1 inconclusive" in table

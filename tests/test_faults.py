@@ -30,7 +30,7 @@ from interop_runner.measure.attempt import Attempt
 from interop_runner.storage.store import iter_run_files, read_run
 from interop_runner.testbed import local
 
-from .conftest import (ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, sshd_processes,
+from .conftest import (campaign_dirs, ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, sshd_processes,
                        stray_processes, write)
 from .reliability import DOC, Collector, Row
 from .test_campaign import default_sigint, run_cli
@@ -158,7 +158,7 @@ def execute(cfg_path: Path, tmp_path: Path) -> Path:
         Campaign(cfg, testbed, tmp_path / "results").execute()
     except (CampaignStopped, KeyboardInterrupt):
         pass
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     return camp
 
 
@@ -353,7 +353,7 @@ def test_sshd_stopped_for_good_is_one_line_error(tmp_path, reliability):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[-1].startswith("error: client: SSH connection to 198.18.0.6:22 lost") and \
         "not re-established after 6 tries" in lines[-1], lines[-1]
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     rec = the_record(camp, 2)
     assert rec["status"] == "failed" and rec["reason"].startswith("runner: client: SSH conn")
     # the client node was unreachable at the end: what it held is cleaned by the next start
@@ -466,7 +466,7 @@ def test_client_disk_too_small_caught_by_preflight(tmp_path, reliability, small_
     lines = proc.stderr.strip().splitlines()
     assert lines == [f"error: client: {SMALL_TMP} has 40.00 MiB free, the campaign needs "
                      "48.00 MiB (lower file_size or free space)"], proc.stderr
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     assert records(camp) == []
     small_disk(128)
     finish(reliability, FAULTS[7], "stop (always)", "no attempt ran; the run ended with "
@@ -517,7 +517,7 @@ def kill_runner_mid_transfer(cfg: Path, tmp_path: Path, needle: bytes) -> Path:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     return camp
 
 
@@ -580,7 +580,7 @@ def test_sigint_during_transfer(tmp_path, reliability):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130 and "Traceback" not in err, err
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     rec = the_record(camp, 2)
     assert rec["interrupted"] and rec["status"] == "failed"
     finish(reliability, FAULTS[11], "stop", f"attempt recorded `{outcome(rec)}` "

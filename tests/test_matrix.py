@@ -62,3 +62,123 @@ def test_cli_matrix_on_stored_results(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "rows: server, columns: client" in text and "quic-go" in text
     assert out.stat().st_size > 1000
+
+
+# ----------------------------------------------------------------------------- CPU cost
+
+SAMPLE = __import__("pathlib").Path(__file__).parent / "data" / "results-sample"
+# per pair: (server, client CPU-s/GiB) of each attempt; None = not measured
+COSTS = {
+    ("quic-go", "quic-go"): [(1.0, 2.0), (3.0, 4.0), (2.0, 9.0)],
+    ("quic-go", "quiche"): [(1.5, None), (2.5, None)],
+    ("quiche", "quic-go"): [(None, None)],
+    ("quiche", "quiche"): [(4.0, 6.0), (None, 8.0)],
+}
+
+
+def _sample_with_costs(tmp_path, costs=COSTS):
+    """The real sample campaign loaded with load_results, one row per (pair, attempt) of
+    ``costs``, with the CPU cost columns set to those values (added where the loader lacks
+    them, replaced where it measured its own)."""
+    import shutil
+
+    from interop_runner.analysis import load_results
+
+    sample = tmp_path / "sample"
+    shutil.copytree(SAMPLE, sample, ignore=shutil.ignore_patterns(".cache"))
+    (row,) = [r for _, r in load_results(sample).iterrows()]
+    rows = []
+    for (server, client), attempts in costs.items():
+        for server_cost, client_cost in attempts:
+            new = row.copy()
+            new["server"], new["client"] = server, client
+            for side, cost in (("server", server_cost), ("client", client_cost)):
+                new[f"{side}_cpu_s_per_gib"] = float("nan") if cost is None else cost
+            rows.append(new)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def test_cost_matrix_medians_per_side_and_total(tmp_path):
+    from interop_runner.analysis.matrix import cost_matrix
+
+    frame = _sample_with_costs(tmp_path)
+    server, client = cost_matrix(frame, "server"), cost_matrix(frame, "client")
+    total = cost_matrix(frame)  # default: server + client per attempt
+    assert list(total.index) == ["quic-go", "quiche"] == list(total.columns)
+    assert server.loc["quic-go", "quic-go"] == 2.0 and client.loc["quic-go", "quic-go"] == 4.0
+    assert total.loc["quic-go", "quic-go"] == 7.0  # medians of 3, 7, 11
+    assert server.loc["quic-go", "quiche"] == 2.0 and pd.isna(client.loc["quic-go", "quiche"])
+    assert pd.isna(total.loc["quic-go", "quiche"])  # a total needs both sides
+    assert pd.isna(server.loc["quiche", "quic-go"])
+    assert server.loc["quiche", "quiche"] == 4.0 and client.loc["quiche", "quiche"] == 7.0
+    assert total.loc["quiche", "quiche"] == 10.0  # the attempt without a server cost is out
+
+
+def test_cost_of_failed_attempts_is_not_counted(tmp_path):
+    from interop_runner.analysis.matrix import cost_matrix
+
+    frame = _sample_with_costs(tmp_path)
+    frame.loc[frame["client_cpu_s_per_gib"] == 9.0, "status"] = "failed"
+    assert cost_matrix(frame, "client").loc["quic-go", "quic-go"] == 3.0
+
+
+def test_cost_heatmap_shows_na_not_zero(tmp_path):
+    from interop_runner.analysis.matrix import cost_heatmap
+
+    frame = _sample_with_costs(tmp_path)
+    frame.loc[frame["server"] == "quiche", "status"] = "unsupported"
+    frame.loc[(frame["server"] == "quiche") & (frame["client"] == "quiche"), "status"] = "ok"
+    table, fig = cost_heatmap(frame)
+    server_ax, client_ax = [ax for ax in fig.axes if ax.get_title()]
+    assert server_ax.get_title() == "CPU-s/GiB of the server"
+    cells = {ax.get_title(): sorted(t.get_text() for t in ax.texts)
+             for ax in (server_ax, client_ax)}
+    assert cells == {"CPU-s/GiB of the server": ["2", "2", "4", "n/s"],
+                     "CPU-s/GiB of the client": ["4", "7", "NA", "n/s"]}
+    assert "0" not in cells["CPU-s/GiB of the client"]
+    # one colour scale for both panels: the cheapest and the dearest cost of either side
+    assert server_ax.images[0].get_clim() == client_ax.images[0].get_clim() == (2.0, 7.0)
+    row = table.set_index(["server", "client"]).loc[("quic-go", "quiche")]
+    assert row["server_cpu_s_per_gib"] == 2.0 and pd.isna(row["client_cpu_s_per_gib"])
+
+
+def test_cost_heatmap_without_any_cost_draws_nothing(tmp_path):
+    from interop_runner.analysis.matrix import cost_heatmap
+
+    frame = _sample_with_costs(tmp_path, {("quic-go", "quic-go"): [(None, None)]})
+    table, fig = cost_heatmap(frame)
+    assert fig is None and table.empty
+
+
+def test_goodput_heatmap_colours_are_unchanged_by_the_parameters():
+    ax = plot_matrix(_frame())
+    assert ax.images[0].get_cmap().name == "viridis"
+    assert ax.images[0].colorbar.ax.get_ylabel() == "median goodput [Mbit/s]"
+
+
+def test_cli_matrix_value_cpu(tmp_path, capsys, monkeypatch):
+    import interop_runner.analysis as analysis
+
+    frame = _sample_with_costs(tmp_path)
+    monkeypatch.setattr(analysis, "load_results", lambda *paths: frame)
+    out = tmp_path / "cpu.png"
+    assert main(["matrix", str(tmp_path / "sample"), "--value", "cpu", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    blocks = text.strip().split("\n\n")
+    assert "CPU-s/GiB of the server" in blocks[0] and "CPU-s/GiB of the client" in blocks[1]
+    assert "server + client" in blocks[2]
+    client = blocks[1].splitlines()
+    assert client[3].split() == ["quic-go", "4", "NA"]  # server quic-go: clients quic-go, quiche
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_matrix_cpu_heatmap_without_costs_is_one_line(tmp_path, capsys, monkeypatch):
+    import interop_runner.analysis as analysis
+
+    frame = _sample_with_costs(tmp_path, {("quic-go", "quic-go"): [(None, None)]})
+    monkeypatch.setattr(analysis, "load_results", lambda *paths: frame)
+    assert main(["matrix", str(tmp_path / "sample"), "--value", "cpu",
+                 "-o", str(tmp_path / "x.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: no successful attempt has a measured CPU cost")
+    assert len(err.strip().splitlines()) == 1

@@ -32,7 +32,8 @@ from .analysis_fixture import analysis_results  # noqa: F401 (fixture)
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SAMPLE = ROOT / "tests" / "data" / "results-sample"
-NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.name != "compare.ipynb")
+NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")
+               if p.name not in ("compare.ipynb", "history.ipynb"))  # hand-written, own tests
 CHECK = re.compile(r"^(\w+): (\d+) axes, (\d+) row\(s\)$", re.MULTILINE)
 NO_DATA = "no data for this view in"
 

@@ -443,3 +443,213 @@ def test_report_of_real_results(analysis_results: dict[str, Path],  # noqa: F811
     page = assert_renders(out / "report.html", tmp_path / "real.png",
                           min_figures=len(figure_names(html)))
     assert len(page.figures) >= 3
+
+
+# ----------------------------------------------------------------------------- layout, CPU cost
+
+GRID = ("a", "b", "c", "d")  # 4 x 4 pairs: a 16-row per-cell table, longer than FOLD_ROWS
+
+
+def _cpu_cost(server: str, client: str) -> tuple[float, float]:
+    """Known CPU-s/GiB per side of a pair; NaN for the client side of server ``a``."""
+    server_cost = 1.0 + GRID.index(server)
+    return server_cost, float("nan") if server == "a" else 10.0 + GRID.index(client)
+
+
+@pytest.fixture
+def grid_campaign(sample_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The sample campaign with its attempt copied to every pair of :data:`GRID` (the
+    original quic-go pair removed), loaded with the CPU cost columns set to
+    :func:`_cpu_cost` (added where ``load_results`` lacks them, else replaced)."""
+    import interop_runner.analysis as analysis
+
+    source = sample_copy / "quic-go_quic-go"
+    for server in GRID:
+        for client in GRID:
+            shutil.copytree(source, sample_copy / f"{server}_{client}")
+            for run in (sample_copy / f"{server}_{client}").rglob("run.json"):
+                record = json.loads(run.read_text())
+                record["server"]["implementation"] = server
+                record["client"]["implementation"] = client
+                run.write_text(json.dumps(record))
+    shutil.rmtree(source)
+    load = analysis.load_results
+
+    def with_costs(*paths: Any, **kwargs: Any) -> Any:
+        frame = load(*paths, **kwargs)
+        costs = [_cpu_cost(s, c) for s, c in zip(frame["server"], frame["client"])]
+        frame["server_cpu_s_per_gib"] = [s for s, _ in costs]
+        frame["client_cpu_s_per_gib"] = [c for _, c in costs]
+        return frame
+
+    monkeypatch.setattr(analysis, "load_results", with_costs)
+    return sample_copy
+
+
+def test_figures_lead_and_long_tables_fold(sample_copy: Path, tmp_path: Path) -> None:
+    """Figures first, then the per-cell tables; a table of one row is shown as it is."""
+    out = tmp_path / "out"
+    assert run_report(str(sample_copy), "-o", str(out)).returncode == 0
+    html = (out / "report.html").read_text()
+    section = html.split("<section ")[1]
+    assert section.index("<figure ") < section.index("<h3>Summary</h3>")
+    assert section.index("<h3>Views</h3>") < section.index("<h3>Summary</h3>") \
+        < section.index("<h3>Failures (0)</h3>") < section.index("<h3>Implementations</h3>")
+    summary = section.split("<h3>Summary</h3>")[1].split("<h3>")[0]
+    assert '<details class="table">' not in summary and "<table>" in summary
+
+
+def test_folded_table_threshold() -> None:
+    import pandas as pd
+
+    from interop_runner.report.build import FOLD_ROWS, folded_table
+
+    short, long = pd.DataFrame({"x": range(FOLD_ROWS)}), pd.DataFrame({"x": range(50)})
+    assert "<details" not in folded_table(short, "cells")
+    folded = folded_table(long, "cells")
+    assert folded.startswith('<details class="table"><summary>cells: 50 rows</summary>')
+    assert folded.count("<tr>") == 51  # every row is there, only folded
+
+
+def test_cpu_cost_heatmap_and_column(grid_campaign: Path, tmp_path: Path) -> None:
+    from interop_runner.report.build import build_report
+
+    report = build_report([grid_campaign], tmp_path / "out")
+    assert report.view_errors == []
+    html = report.html_file.read_text()
+    assert_self_contained(html)
+    names = [re.sub(r".*__", "", f) for f in re.findall(r'<figure id="([^"]+)"', html)]
+    assert names[:2] == ["interop", "cpu"]  # the cost heatmap next to the goodput one
+    cpu = html.split('__cpu"')[1].split("</figure>")[0]
+    assert '<img class="fig" alt="CPU cost per GiB" src="data:image/svg+xml;base64,' in cpu
+    (figure,) = [f for f in report.campaigns[0].figures if f.view.name == "cpu"]
+    data = figure.data.set_index(["server", "client"])
+    assert data.loc[("b", "c"), "server_cpu_s_per_gib"] == 2.0
+    assert data.loc[("b", "c"), "client_cpu_s_per_gib"] == 12.0
+    assert data.loc[("b", "c"), "total_cpu_s_per_gib"] == 14.0
+    assert data["client_cpu_s_per_gib"].isna().sum() == 4  # server a: not measured
+    section = html.split("<section ")[1]
+    assert section.index('__cpu"') < section.index("<h3>Summary</h3>")
+    summary = section.split("<h3>Summary</h3>")[1].split("<h3>")[0]
+    assert '<details class="table"><summary>statistics per cell: 16 rows</summary>' in summary
+    head = re.findall(r"<th>([^<]*)</th>", summary)
+    assert head[:2] == ["server", "client"]
+    assert head[-2:] == ["server CPU-s/GiB", "client CPU-s/GiB"]
+    rows = re.findall(r"<tr>(.*?)</tr>", summary.split("<tbody>")[1])
+    cells = {tuple(re.findall(r"<td[^>]*>([^<]*)</td>", r)[:2]):
+             re.findall(r"<td[^>]*>([^<]*)</td>", r)[-2:] for r in rows}
+    assert cells[("a", "b")] == ["1.0", "–"] and cells[("d", "a")] == ["4.0", "10.0"]
+    assert_renders(report.html_file, tmp_path / "grid.png", min_figures=3)
+
+
+def test_cpu_view_without_costs_is_skipped_with_its_reason(
+        sample_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import interop_runner.analysis as analysis
+    from interop_runner.report.build import VIEWS, build_report
+
+    load = analysis.load_results
+
+    def unmeasured(*paths: Any, **kwargs: Any) -> Any:  # NaN: not measured, never 0
+        return load(*paths, **kwargs).assign(server_cpu_s_per_gib=float("nan"),
+                                             client_cpu_s_per_gib=float("nan"))
+
+    monkeypatch.setattr(analysis, "load_results", unmeasured)
+    shutil.copytree(sample_copy / "quic-go_quic-go", sample_copy / "quic-go_x")
+    for run in (sample_copy / "quic-go_x").rglob("run.json"):
+        record = json.loads(run.read_text())
+        record["client"]["implementation"] = "x"
+        run.write_text(json.dumps(record))
+    views = [v for v in VIEWS if v.name in ("interop", "cpu")]
+    report = build_report([sample_copy], tmp_path / "out", views)
+    html = report.html_file.read_text()
+    assert "CPU cost per GiB: skipped, no data in this campaign" in html
+    assert "server CPU-s/GiB" not in html  # no attempt measured it: no column
+
+
+# ----------------------------------------------------------------------------- history hook
+
+@dataclasses.dataclass
+class FakeSeries:
+    """What a history provider returns for one series (duck-typed like the real one)."""
+
+    name: str
+    table: Any
+    change_points: list[int]
+
+    def draw(self) -> Any:
+        """The series with a red line at each change point."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(5, 3))
+        ax = fig.subplots()
+        ax.plot(range(len(self.table)), self.table["median"], marker="o")
+        for index in self.change_points:
+            ax.axvline(index - 0.5, color="red")
+        ax.set_title(self.name)
+        return fig
+
+
+def _series(name: str, changes: list[int]) -> FakeSeries:
+    import pandas as pd
+
+    medians = [100.0] * 4 + [80.0] * 4
+    table = pd.DataFrame({"campaign": [f"c{i}" for i in range(8)], "median": medians})
+    return FakeSeries(name, table, changes)
+
+
+def test_no_history_section_by_default(sample_copy: Path, tmp_path: Path) -> None:
+    from interop_runner.report.build import build_report
+
+    html = build_report([sample_copy], tmp_path / "out").html_file.read_text()
+    assert 'id="history"' not in html and "<h2>History</h2>" not in html
+
+
+def test_history_section_draws_series_with_change_points(sample_copy: Path,
+                                                         tmp_path: Path) -> None:
+    from interop_runner.report import history
+    from interop_runner.report.build import build_report
+
+    db = tmp_path / "history.db"
+    series = [_series(f"quic-go/quic-go s{i}", [4]) for i in range(history.MAX_HISTORY_FIGURES
+                                                                     + 2)]
+    series.insert(1, _series("quiche/quiche goodput_mbps", []))
+    asked: list[Path] = []
+
+    def provider(path: Path) -> list[FakeSeries]:
+        asked.append(path)
+        return series
+
+    report = build_report([sample_copy], tmp_path / "out", history_db=db,
+                          history_provider=provider)
+    html = report.html_file.read_text()
+    assert asked == [db]
+    assert_self_contained(html)
+    part = html.split('<section id="history">')[1].split("</section>")[0]
+    assert html.index('<section id="history">') < html.index('<section id="c-')  # leads
+    assert '<a href="#history">History</a>' in html
+    drawn = re.findall(r'<figure id="history__([^"]+)"', part)
+    assert len(drawn) == history.MAX_HISTORY_FIGURES  # capped
+    assert "quiche-quiche-goodput_mbps" not in drawn  # no change point: listed, not drawn
+    assert f"{len(series)} series, {len(series) - 1} with a change point" in part
+    assert "<td>quiche/quiche goodput_mbps</td>" in part
+    files = {p.name for p in report.figure_files}
+    assert f"history__{drawn[0]}.svg" in files and f"history__{drawn[0]}.png" in files
+    assert_renders(report.html_file, tmp_path / "history.png",
+                   min_figures=history.MAX_HISTORY_FIGURES)
+
+
+def test_history_section_from_a_history_database(sample_copy: Path, tmp_path: Path) -> None:
+    """The default provider: interop_runner.analysis.history on a database holding the sample
+    campaign (one campaign: every series listed, no change point, nothing drawn)."""
+    from interop_runner.analysis.history import ingest
+    from interop_runner.report.build import build_report
+
+    db = tmp_path / "history.duckdb"
+    ingest(db, [sample_copy])
+    html = build_report([sample_copy], tmp_path / "out",
+                        history_db=db).html_file.read_text()
+    part = html.split('<section id="history">')[1].split("</section>")[0]
+    assert "3 series, 0 with a change point (marked); 0 drawn." in part
+    assert "<td>local quic-go/quic-go goodput goodput_mbps</td>" in part
+    assert "<td>local quic-go/quic-go goodput client_cpu_s_per_gib</td>" in part
+    assert "<figure" not in part

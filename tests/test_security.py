@@ -20,7 +20,7 @@ from interop_runner.remote.ssh import SSHExecutor
 from interop_runner.testbed.node import Node, ssh_target
 from interop_runner.storage.store import new_campaign_dir, private_mkdir, write_json_atomic
 
-from .conftest import ROOT, TESTBED_FILE, write
+from .conftest import campaign_dirs, ROOT, TESTBED_FILE, write
 
 STATE = Path("/run/qir-testbed")
 SERVER_HOST = "198.18.0.2"
@@ -247,7 +247,7 @@ monitors: [tcpdump, nstat]
     proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert "trusting the unknown host key of" in proc.stderr
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     meta = json.loads((camp / "campaign.json").read_text())
     trusted = meta["ssh_host_keys_trusted_on_first_use"]
     assert sorted(k["host"] for k in trusted) == ["198.18.0.2", "198.18.0.6"]
@@ -276,7 +276,7 @@ keylog: true
 """)
     proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    (camp,) = (tmp_path / "results").iterdir()
+    (camp,) = campaign_dirs(tmp_path / "results")
     (run_json,) = camp.rglob("run.json")
     keys = run_json.parent / "client" / "keys.log"
     assert "CLIENT_HANDSHAKE_TRAFFIC_SECRET" in keys.read_text()

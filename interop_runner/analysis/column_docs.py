@@ -67,6 +67,16 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
                          "that is NA although the monitor was asked for"),
     "link_rate_mbps": ("Mbit/s (SI)", "tc monitor, host facts",
                        "narrowest rate on the path (qdisc limit or NIC speed)"),
+    "<server|client>_cpu_mhz": ("MHz", "host facts (lscpu max, else /proc/cpuinfo)",
+                                "the node's CPU frequency the cycles estimate used"),
+    "<server|client>_cycles_per_byte": (
+        "cycles/byte", "cpu_s_per_gib, host facts",
+        "CPU cost per byte delivered in CPU cycles, estimated as cpu_s x frequency / "
+        "bytes_received (not counted: see cycles_basis)"),
+    "cycles_basis": ("", "analysis/cpu_cost.py",
+                     "how cycles_per_byte was obtained (today always estimated from the "
+                     "frequency, and whether the node has a hardware cycle counter), and why "
+                     "a side's value is NA although its CPU cost was measured"),
     "bottleneck": ("", "diagnosis", "label of what limited the attempt (docs/monitors.md)"),
     "bottleneck_reason": ("", "diagnosis", "the evidence for the label"),
     "axis_<name>": ("as configured", "run.json axes", "one column per sweep axis"),

@@ -23,7 +23,7 @@ from interop_runner.parsers import ParseError
 from interop_runner.parsers.layout import NamesMemo
 
 __all__ = ["ROLES", "DirectoryFiles", "extract_role", "link_rate_mbps", "monitor_columns",
-           "monitor_segments", "qdisc_rates", "segment_dict"]
+           "monitor_segments", "joined_values", "segment_dict"]
 
 # the order columns appear in the frame (as before the registry existed)
 EXTRACTION_ORDER = ("cpu", "sysfs", "ethtool", "nstat", "tc", "pidstat", "mpstat", "perf",
@@ -31,7 +31,9 @@ EXTRACTION_ORDER = ("cpu", "sysfs", "ethtool", "nstat", "tc", "pidstat", "mpstat
 _ORDERED: list[Monitor] = [{**ALWAYS, **MONITORS}[n] for n in EXTRACTION_ORDER]
 # column name -> role-prefixed name, per role (the same few hundred names recur every attempt)
 _FULL_NAMES: dict[str, dict[str, str]] = {role: {} for role in ROLES}
-_QDISC_RATES = ("server_qdisc_rate_mbps", "client_qdisc_rate_mbps")
+# values joined with the host facts when a campaign's attempts are merged (link rate, cycles)
+_JOINED = ("server_qdisc_rate_mbps", "client_qdisc_rate_mbps", "server_cpu_s_per_gib",
+           "client_cpu_s_per_gib")
 _READ_SIZE = 1 << 18
 
 
@@ -173,24 +175,24 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
     return segment_dict(segments), missing
 
 
-def qdisc_rates(segments: list[Segment]) -> dict[str, Any]:
-    """The qdisc rate limits among the segments' values: what :func:`link_rate_mbps` reads
-    of :func:`monitor_columns`."""
+def joined_values(segments: list[Segment]) -> dict[str, Any]:
+    """The values among the segments that are joined with the host facts later: the qdisc
+    rate limits (what :func:`link_rate_mbps` reads) and the CPU cost per GiB (cycles)."""
     found: dict[str, Any] = {}
     for names, values, complete in segments:
-        for key, i in zip(_QDISC_RATES, _qdisc_positions(names)):
+        for key, i in zip(_JOINED, _joined_positions(names)):
             if i >= 0 and (complete or values[i] is not None):
                 found[key] = values[i]
-    return {k: found[k] for k in _QDISC_RATES if k in found}
+    return {k: found[k] for k in _JOINED if k in found}
 
 
 def _positions(names: tuple[str, ...]) -> tuple[int, ...]:
     index = {name: i for i, name in enumerate(names)}
-    return tuple(index.get(key, -1) for key in _QDISC_RATES)
+    return tuple(index.get(key, -1) for key in _JOINED)
 
 
-_qdisc_positions = NamesMemo(_positions, min_len=17)
-"""Where the qdisc rates are among a segment's names (-1: not there)."""
+_joined_positions = NamesMemo(_positions, min_len=17)
+"""Where the joined values are among a segment's names (-1: not there)."""
 
 
 def requested_monitors(run: dict[str, Any]) -> set[str]:

@@ -69,6 +69,8 @@ COLUMNS: dict[str, Any] = {
     # variant (A/B campaigns compare the variants of one cell)
     "cell_server": "string",
     "cell_client": "string",
+    # how <role>_cycles_per_byte was obtained (analysis/cpu_cost.py); <NA> without a value
+    "cycles_basis": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",

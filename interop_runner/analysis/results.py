@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.columns import (link_rate_mbps, monitor_segments, qdisc_rates,
+from interop_runner.analysis.columns import (joined_values, link_rate_mbps, monitor_segments,
                                              requested_monitors)
+from interop_runner.analysis.cpu_cost import NAMES as CYCLES_COLUMNS, cycles_per_byte
 from interop_runner.analysis.diagnosis import add_bottleneck
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
 from interop_runner.analysis.frame import (BASE_KEYS, COLUMNS, Chunk, NumericRows, Segment,
@@ -43,13 +44,14 @@ class CampaignContext:
 @dataclass(frozen=True, slots=True)
 class ParsedAttempt:
     """One attempt parsed, independent of the campaign's host facts: its base values
-    (``BASE_KEYS``), its monitor values, its qdisc rate limits (``link_rate_mbps`` joins
-    them with the host facts) and the monitors its record asked for."""
+    (``BASE_KEYS``), its monitor values, the values joined with the host facts later (qdisc
+    rate limits: ``link_rate_mbps``; CPU cost per GiB and the nodes: cycles per byte) and the
+    monitors its record asked for."""
 
     base: dict[str, Any]
     segments: list[Segment] | None
     """``None`` for an unreadable record: the row has no numeric value at all."""
-    qdisc: dict[str, Any]
+    joined: dict[str, Any]
     requested: frozenset[str]
 
 
@@ -92,10 +94,12 @@ def parse_attempt(path: Path) -> ParsedAttempt:
     row = _base_row(data, path)
     segments, missing = monitor_segments(path.parent, data)
     row["monitors_missing"] = "; ".join(missing) or None
-    qdisc = qdisc_rates(segments)
+    joined = joined_values(segments)
+    for role in ("server", "client"):
+        joined[f"{role}_node"] = (data.get(role) or {}).get("node")
     segments = base_overlap(segments, row)  # a monitor value named like a base column wins
     row["schema_version"] = stored_version  # as written, not as upgraded
-    return ParsedAttempt(row, segments, qdisc, frozenset(requested_monitors(data)))
+    return ParsedAttempt(row, segments, joined, frozenset(requested_monitors(data)))
 
 
 def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
@@ -112,13 +116,16 @@ def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
 
 def _numeric(attempt: ParsedAttempt, hosts: dict[str, Any]) -> list[Segment]:
     """The attempt's numeric values: ``link_rate_mbps`` (from the host facts of its testbed),
-    then its monitor values."""
+    its monitor values, then the cycles per byte (CPU cost and host facts); how those were
+    obtained goes into its base values (``cycles_basis``)."""
     if attempt.segments is None:
         return []
     if "by_testbed" in hosts:
         hosts = hosts["by_testbed"].get(attempt.base.get("testbed"), {})
-    link = Segment(("link_rate_mbps",), [link_rate_mbps(attempt.qdisc, hosts)], True)
-    return [link, *attempt.segments]
+    link = Segment(("link_rate_mbps",), [link_rate_mbps(attempt.joined, hosts)], True)
+    cycles = cycles_per_byte(attempt.joined, hosts)
+    attempt.base["cycles_basis"] = cycles.basis
+    return [link, *attempt.segments, cycles.segment]
 
 
 def chunk_of_attempts(attempts: list[ParsedAttempt], ctx: CampaignContext) -> Chunk:
@@ -129,7 +136,8 @@ def chunk_of_attempts(attempts: list[ParsedAttempt], ctx: CampaignContext) -> Ch
     for attempt in attempts:
         requested |= attempt.requested
         numeric.add(_numeric(attempt, ctx.hosts))
-    names, matrix = numeric.build(declared_columns(sorted(requested | set(ctx.monitors))))
+    declared = declared_columns(sorted(requested | set(ctx.monitors)))
+    names, matrix = numeric.build([*declared, *CYCLES_COLUMNS])
     return [_BASE_VALUES(attempt.base) for attempt in attempts], names, matrix
 
 
@@ -352,9 +360,20 @@ def _with_axes(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([frame, axes.convert_dtypes()], axis=1)
 
 
+COST_COLUMNS = ("server_cpu_s_per_gib", "client_cpu_s_per_gib")
+
+
+def _median_of_ok(group: pd.DataFrame, column: str) -> Any:
+    """Median of a column over the group's ok attempts (NA without any value)."""
+    if column not in group.columns:
+        return pd.NA
+    values = group.loc[group["status"] == "ok", column].dropna()
+    return values.median() if len(values) else pd.NA
+
+
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per pair (and sweep variant): attempts, counts per status, median/min/max goodput of
-    the ok attempts (Mbit/s)."""
+    the ok attempts (Mbit/s) and their median CPU cost per side (CPU-s/GiB)."""
     out = []
     swept = "variant" in frame.columns and frame["variant"].notna().any()
     keys = ["server", "client"] + (["variant"] if swept else [])
@@ -371,11 +390,13 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
             "median_mbps": ok.median() if len(ok) else pd.NA,
             "min_mbps": ok.min() if len(ok) else pd.NA,
             "max_mbps": ok.max() if len(ok) else pd.NA,
+            **{column: _median_of_ok(group, column) for column in COST_COLUMNS},
         })
     table = pd.DataFrame(out, columns=["server", "client", *(["variant"] if swept else []),
                                        "attempts", "ok", "failed", "timeout", "unsupported",
-                                       "median_mbps", "min_mbps", "max_mbps", "bottleneck"])
-    for col in ("median_mbps", "min_mbps", "max_mbps"):
+                                       "median_mbps", "min_mbps", "max_mbps", *COST_COLUMNS,
+                                       "bottleneck"])
+    for col in ("median_mbps", "min_mbps", "max_mbps", *COST_COLUMNS):
         table[col] = table[col].astype("Float64")
     return table
 

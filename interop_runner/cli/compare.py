@@ -10,7 +10,8 @@ The statistics live in :mod:`interop_runner.analysis.ab.compare`; this module pa
 loads the results, checks the host facts, lets :func:`~.analysis.compare.compare_variants`
 choose paired statistics for arms run back to back (``--unpaired`` forbids it), renders a
 terminal table, Markdown (for a pull request comment) or JSON, and sets the exit status: 5
-when any cell is ``slower`` (for CI gating), 0 otherwise, 2 for a usage error (one line on
+when any cell is ``slower`` or any side's CPU cost per byte ``costlier`` (for CI gating), 0
+otherwise, 2 for a usage error (one line on
 stderr, no traceback).
 """
 
@@ -42,7 +43,9 @@ DESCRIPTION = (
     "repetition: median pair ratio, pairs resampled, Wilcoxon signed-rank test) unless "
     "--unpaired. Two campaigns must have "
     "run on hosts with the same facts (CPU, cores, kernel, NIC driver/speed, MTU, buffer "
-    "sysctls) unless --force. Exit status: 0, or 5 when any cell is slower (CI gate); 2 for "
+    "sysctls) unless --force. The same rule gives each side's CPU cost per byte (CPU-s/GiB) "
+    "a verdict: 'costlier'/'cheaper'/'no change'/'inconclusive'. Exit status: 0, or 5 when "
+    "any cell is slower or costlier (CI gate; --ignore-cpu: slower only); 2 for "
     "usage errors. Details: docs/compare.md.")
 
 
@@ -83,6 +86,9 @@ def register(subparsers: Any) -> None:
                    help="output format (default table; markdown for a pull request comment)")
     p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                    help="write the output to FILE (a one-line summary goes to stdout)")
+    p.add_argument("--ignore-cpu", action="store_true",
+                   help="exit 5 only for slower goodput, not for a costlier CPU cost per byte "
+                        "(the CPU verdicts are still shown)")
     p.add_argument("--force", action="store_true",
                    help="compare campaigns whose host facts differ (the output says so)")
     p.add_argument("--plan", action="store_true",
@@ -146,12 +152,14 @@ def _compare(args: argparse.Namespace) -> int:
     from interop_runner.analysis.ab.compare import (NotComparableError, campaign_hosts, compare,
                                    compare_variants, facts_differences, facts_message,
                                    find_column, plan, split_variants)
+    from interop_runner.analysis.ab.cost import compare_cost, costlier
 
     _check_options(args)
     stats = dict(min_effect=args.min_effect, confidence=args.confidence, alpha=args.alpha,
                  n_boot=args.n_boot, seed=args.seed, min_samples=args.min_samples)
     differences: list[str] = []
     frame_a = _load(args.a)
+    frame_b: "pd.DataFrame | None" = None
     try:
         if args.variants is None:
             differences = facts_differences(campaign_hosts(args.a),
@@ -160,17 +168,29 @@ def _compare(args: argparse.Namespace) -> int:
                 raise UserError(f"{facts_message(differences)}: the campaigns are not "
                                 f"comparable; --force compares them anyway")
             frame_b = _load(args.b)
-            result = compare(frame_a, frame_b, **stats)
+
+            def one(fa: "pd.DataFrame", fb: "pd.DataFrame | None") -> "pd.DataFrame":
+                assert fb is not None
+                out = compare(fa, fb, **stats)
+                out.attrs.update(a=str(args.a), b=str(args.b),
+                                 method_reason="two campaigns: independent samples")
+                return out
+
+            result = one(frame_a, frame_b)
             side_a, side_b, keys = frame_a, frame_b, list(result.attrs["keys"])
-            result.attrs.update(a=str(args.a), b=str(args.b),
-                                method_reason="two campaigns: independent samples")
         else:
             x, y = args.variants
             column = args.column or find_column(frame_a, x, y)
-            result = compare_variants(frame_a, column, x, y,
-                                      paired=False if args.unpaired else None, **stats)
+
+            def one(fa: "pd.DataFrame", fb: "pd.DataFrame | None") -> "pd.DataFrame":
+                out = compare_variants(fa, column, x, y,
+                                       paired=False if args.unpaired else None, **stats)
+                out.attrs["campaign"] = str(args.a)
+                return out
+
+            result = one(frame_a, None)
             side_a, side_b, keys = split_variants(frame_a, column, x, y)
-            result.attrs["campaign"] = str(args.a)
+        cost = compare_cost(one, frame_a, frame_b)
     except NotComparableError as exc:
         raise UserError(str(exc)) from None
     if result.empty:
@@ -184,34 +204,103 @@ def _compare(args: argparse.Namespace) -> int:
         plan_frame = plan(side_a, effect, args.power, args.alpha, by=keys, other=side_b,
                           min_samples=args.min_samples,
                           paired=result.attrs.get("method") == "paired")
-    text = render(result, args.format, plan_frame)
+    text = render(result, args.format, plan_frame, cost)
     if args.output is not None:
         try:
             args.output.write_text(text)
         except OSError as exc:
             raise UserError(f"{args.output}: cannot write: {exc}") from None
-        print(f"{args.output}: {_summary_line(result)}")
+        cost_line = _summary_line(cost) if _measured(cost) else "not measured"
+        print(f"{args.output}: {_summary_line(result)}; CPU cost: {cost_line}")
     else:
         print(text, end="")
-    return EXIT_SLOWER if (result["verdict"] == "slower").any() else 0
+    slower = bool((result["verdict"] == "slower").any())
+    return EXIT_SLOWER if slower or (costlier(cost) and not args.ignore_cpu) else 0
 
 
 # ------------------------------------------------------------------------------- rendering ----
 
 
-def render(result: "pd.DataFrame", fmt: str, plan_frame: "pd.DataFrame | None" = None) -> str:
-    """The comparison (and the plan) as ``table``, ``markdown`` or ``json`` text."""
+def render(result: "pd.DataFrame", fmt: str, plan_frame: "pd.DataFrame | None" = None,
+           cost: "pd.DataFrame | None" = None) -> str:
+    """The comparison (and the plan, and the CPU cost per byte) as ``table``, ``markdown``
+    or ``json`` text."""
     if fmt == "json":
-        return json.dumps(to_json(result, plan_frame), indent=2) + "\n"
+        out = to_json(result, plan_frame)
+        if cost is not None:
+            out["cpu_cost"] = {"unit": "CPU-s/GiB", "summary": _counts(cost),
+                               "cells": _records(cost)}
+        return json.dumps(out, indent=2) + "\n"
     if fmt == "markdown":
-        return to_markdown(result, plan_frame)
-    return to_table(result, plan_frame)
+        return to_markdown(result, plan_frame) + ("" if cost is None else cost_markdown(cost))
+    return to_table(result, plan_frame) + ("" if cost is None else cost_table(cost))
+
+
+def _counts(result: "pd.DataFrame") -> dict[str, int]:
+    return {str(v): int(n) for v, n in result["verdict"].value_counts().items()}
+
+
+def _records(result: "pd.DataFrame") -> list[dict[str, Any]]:
+    return [{str(k): _clean(v) for k, v in row.items()}
+            for row in result.to_dict(orient="records")]
+
+
+NO_COST = "not measured (NA) on either side of either campaign"
+COST_HEADING = ("CPU cost per byte (CPU-s/GiB: user + system seconds of each side's processes "
+                "per GiB delivered; higher is worse): costlier/cheaper by the same rule")
+
+
+def _cost_frame(cost: "pd.DataFrame") -> "pd.DataFrame":
+    import pandas as pd
+
+    keys = _key_columns(cost)
+    return pd.DataFrame({
+        "side": cost["side"],
+        **{k: cost[k].astype(str) for k in keys},
+        "n A/B": [f"{r.n_a}/{r.n_b}" for r in cost.itertuples()],
+        "median A": [_num(v, ".2f") for v in cost["median_a"]],
+        "median B": [_num(v, ".2f") for v in cost["median_b"]],
+        "change %": [_pct(v) for v in cost["rel_diff"]],
+        "CI": [_ci(r) for _, r in cost.iterrows()],
+        "p": [_p(v) for v in cost["p_value"]],
+        "verdict": cost["verdict"],
+        "note": cost["note"],
+    })
+
+
+def _measured(cost: "pd.DataFrame") -> bool:
+    return bool((cost["n_a"] + cost["n_b"]).sum())
+
+
+def cost_table(cost: "pd.DataFrame") -> str:
+    """The CPU cost comparison as plain text for a terminal."""
+    if not _measured(cost):
+        return f"\nCPU cost per byte: {NO_COST}\n"
+    return "\n".join(["", COST_HEADING, "", _cost_frame(cost).to_string(index=False), "",
+                      f"CPU cost: {_summary_line(cost)}"]) + "\n"
+
+
+def cost_markdown(cost: "pd.DataFrame") -> str:
+    """The CPU cost comparison as a Markdown section."""
+    if not _measured(cost):
+        return f"\n**CPU cost per byte**: {NO_COST}\n"
+    table = _cost_frame(cost)
+    lines = [f"### CPU cost per byte: {_summary_line(cost)}", "", _md(COST_HEADING), "",
+             "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(_md(v) for v in row) + " |"
+              for row in table.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
 
 
 def _summary_line(result: "pd.DataFrame") -> str:
     from interop_runner.analysis.ab.compare import summary
 
-    counts = summary(result)
+    if result.attrs.get("value") == "cpu_s_per_gib":
+        found = _counts(result)
+        counts = {v: found.get(v, 0) for v in ("costlier", "cheaper", "no change",
+                                                "inconclusive")}
+    else:
+        counts = summary(result)
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cells"
 
 

@@ -1,9 +1,9 @@
 """Command line: the parser, the dispatch to one module per command group, exit codes.
 
 The commands live in :mod:`.run` (``run``), :mod:`.testbed` (``testbed``), :mod:`.results`
-(``validate``, ``list``, ``parse``, ``matrix``), :mod:`.report`, :mod:`.compare` and
-:mod:`.sources`; this module only wires them together and turns the errors they raise into one
-``error:`` line on stderr and an exit code.
+(``validate``, ``list``, ``parse``, ``matrix``), :mod:`.report`, :mod:`.compare`,
+:mod:`.sources` and :mod:`.history`; this module only wires them together and turns the errors
+they raise into one ``error:`` line on stderr and an exit code.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from interop_runner.cli import compare, report, results, run, sources, testbed
+from interop_runner.cli import compare, history, report, results, run, sources, testbed
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
                                    RegistryError, StoreError, UserError)
 from interop_runner.storage.store import private_umask
@@ -22,7 +22,8 @@ from interop_runner.storage.store import private_umask
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
           "1 runtime error (node, SSH, preflight), 2 invalid configuration (also an unreachable "
           "node or a wrong host key before anything ran), 3 testbed not healthy (testbed status), "
-          "4 campaign finished without any successful attempt, 5 compare found a slower cell (CI gate), 130 interrupted.")
+          "4 campaign finished without any successful attempt, 5 compare found a slower cell (CI gate), "
+          "or history check found an open regression, 130 interrupted.")
 
 # Exit code 1: runtime errors (OSError: e.g. --results-dir names a file).
 RUNTIME_ERRORS = (UserError, ExecutorError, PreflightError, StoreError, RegistryError, KnobError,
@@ -35,6 +36,7 @@ COMMANDS: dict[str, Command] = {
     "run": run.cmd_run, "validate": results.cmd_validate, "testbed": testbed.cmd_testbed,
     "list": results.cmd_list, "parse": results.cmd_parse, "matrix": results.cmd_matrix,
     "report": report.cmd_report, "compare": compare.command, "sources": sources.cmd_sources,
+    "history": history.cmd_history,
 }
 
 
@@ -60,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.register(sub)
     compare.register(sub)
     sources.register(sub)
+    history.register(sub)
     return parser
 
 

@@ -25,7 +25,19 @@ def register(subparsers: "argparse._SubParsersAction[Any]") -> argparse.Argument
     p.add_argument("-o", "--output", type=Path, default=Path("report"), metavar="OUT_DIR",
                    help="output directory (default: ./report); report.html and figures/ "
                         "in it are overwritten")
+    p.add_argument("--history", type=Path, default=None, metavar="DB",
+                   help="also a History section from this history database (run.py history "
+                        "ingest): every series, and each one with a change point drawn with "
+                        "it marked; RESULTS_DIR/history.duckdb is used when it exists")
     return p
+
+
+def history_db(args: argparse.Namespace) -> Path | None:
+    """The history database the report reads: --history, else the one beside the results."""
+    if args.history is not None:
+        return Path(args.history)
+    found = [r / "history.duckdb" for r in args.results if (r / "history.duckdb").is_file()]
+    return found[0] if found else None
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -36,7 +48,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         try:
-            report = build_report(args.results, args.output)
+            report = build_report(args.results, args.output, history_db=history_db(args))
         except ReportError as exc:
             raise UserError(str(exc)) from None
     except UserError as exc:

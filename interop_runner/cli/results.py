@@ -14,6 +14,11 @@ from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
+
+# --value of ``matrix``: the cost metric (column suffix) of a CPU cost, None for goodput
+MATRIX_VALUES: dict[str, str | None] = {"goodput": None, "cpu": "cpu_s_per_gib",
+                                        "cycles": "cycles_per_byte"}
 
 
 def register_validate(sub: "argparse._SubParsersAction[Any]") -> None:
@@ -43,13 +48,19 @@ def register_parse(sub: "argparse._SubParsersAction[Any]") -> None:
 
 def register_matrix(sub: "argparse._SubParsersAction[Any]") -> None:
     """Add ``matrix``."""
-    p = sub.add_parser("matrix", help="print the server x client goodput matrix",
+    p = sub.add_parser("matrix", help="print the server x client goodput (or CPU cost) matrix",
                        description="Median goodput (Mbit/s) of every server x client pair "
                                    "below RESULTS, with failures per cell (paper Fig. 6); "
-                                   "optionally drawn as a heatmap.")
+                                   "or, with --value cpu / cycles, the median CPU cost per "
+                                   "GiB / byte of the server, the client and both together "
+                                   "(NA: not measured); optionally drawn as a heatmap.")
     p.add_argument("results", type=Path, nargs="+", help="campaign or results directories")
+    p.add_argument("--value", choices=sorted(MATRIX_VALUES), default="goodput",
+                   help="goodput (Mbit/s, default), cpu (CPU-seconds per GiB delivered) or "
+                        "cycles (CPU cycles per byte)")
     p.add_argument("-o", "--output", type=Path, default=None,
-                   help="also write the heatmap to this image file (.png, .svg, .pdf)")
+                   help="also write the heatmap to this image file (.png, .svg, .pdf); for "
+                        "a cost, one panel per side")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -96,6 +107,21 @@ def print_matrix(frame: "pd.DataFrame") -> None:
     print(table.to_string())
 
 
+def print_cost_matrices(frame: "pd.DataFrame", metric: str) -> None:
+    """The server x client CPU cost matrices (server, client, total) on stdout."""
+    from interop_runner.analysis.matrix import (COST_METRICS, SIDES, cost_column,
+                                                status_matrix, with_costs)
+
+    unit, number = COST_METRICS[metric]
+    costs = with_costs(frame, metric)
+    for side in SIDES:
+        who = "server + client" if side == "total" else side
+        table = status_matrix(costs, cost_column(side, metric), number)
+        print(f"\nmedian {unit} of the {who} (NA: not measured); rows: server, "
+              "columns: client")
+        print(table.to_string())
+
+
 def cmd_parse(args: argparse.Namespace) -> int:
     """Write the attempts below the result directories as Parquet or CSV."""
     from interop_runner.analysis import load_results
@@ -113,29 +139,44 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    """Print the goodput matrix; with ``-o`` also draw it as a heatmap."""
+    """Print the goodput (or CPU cost) matrix; with ``-o`` also draw it as a heatmap."""
     from interop_runner.analysis import load_results
 
     frame = load_results(*args.results)
     if frame.empty:
         raise UserError(f"no attempts found below {', '.join(map(str, args.results))}")
-    print_matrix(frame)
+    metric = MATRIX_VALUES[args.value]
+    if metric is None:
+        print_matrix(frame)
+    else:
+        print_cost_matrices(frame, metric)
     if args.output is not None:
-        _save_heatmap(frame, args.output)
+        _save_heatmap(_heatmap(frame, metric), args.output)
     return 0
 
 
-def _save_heatmap(frame: "pd.DataFrame", output: Path) -> None:
+def _heatmap(frame: "pd.DataFrame", metric: str | None) -> "Figure":
+    """The goodput heatmap, or the two panels (server, client) of a cost."""
     import matplotlib
-
-    from interop_runner.analysis import plot_matrix
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plot_matrix(frame)
-    fig = plt.gcf()
-    fig.tight_layout()
+    from interop_runner.analysis.matrix import cost_heatmap, plot_matrix
+
+    if metric is None:
+        plot_matrix(frame)
+        fig: Figure = plt.gcf()
+        fig.tight_layout()
+        return fig
+    _, cost_fig = cost_heatmap(frame, metric)
+    if cost_fig is None:
+        raise UserError(f"no successful attempt has a measured CPU cost "
+                        f"(server_{metric}, client_{metric}): nothing to draw")
+    return cost_fig
+
+
+def _save_heatmap(fig: "Figure", output: Path) -> None:
     try:
         fig.savefig(output, dpi=150)
     except (OSError, ValueError) as exc:

@@ -48,6 +48,9 @@ def register(sub: "argparse._SubParsersAction[Any]") -> None:
                         "with an ok (or unsupported) record are skipped, failed, timed-out and "
                         "interrupted ones run again as a new attempt; nothing stored is "
                         "rewritten")
+    p.add_argument("--no-history", action="store_true",
+                   help="do not add the finished campaign to <results_dir>/history.duckdb "
+                        "(run.py history)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -71,7 +74,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\ninterrupted: nodes cleaned up; stored attempts are kept", file=sys.stderr)
         return 130
     cache.finish(result.directory)
-    return _print_result(result)
+    code = _print_result(result)
+    if not args.no_history:  # a failure is a warning line: the campaign itself is stored
+        from interop_runner.cli.history import auto_ingest
+
+        print(auto_ingest(result.directory), file=sys.stderr)
+    return code
 
 
 # -------------------------------------------------------------------------------- dry run ----
@@ -307,7 +315,8 @@ def _print_result(result: "CampaignResult") -> int:
     if not swept and (frame["server"].nunique() > 1 or frame["client"].nunique() > 1):
         print_matrix(frame)  # (with a sweep the table above is already per variant)
     print(f"\nresults: {result.directory}  ({len(frame)} attempt(s), "
-          f"{result.wall_s:.1f} s wall time; goodput in Mbit/s)")
+          f"{result.wall_s:.1f} s wall time; goodput in Mbit/s; CPU cost in CPU-s/GiB: user + "
+          "system seconds of each side's processes per GiB delivered)")
     return 0 if (frame["status"] == "ok").any() else 4
 
 

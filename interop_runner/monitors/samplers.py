@@ -5,7 +5,7 @@ from __future__ import annotations
 from interop_runner.monitors.base import (SYSSTAT_ENV, Column, Monitor, NoValue, SeriesCommand,
                                           SideInput)
 from interop_runner.monitors.counters import snapshot_pair
-from interop_runner.parsers import ParseError, cpu_pct, parse_proc_times
+from interop_runner.parsers import ParseError, cpu_seconds, parse_proc_times
 from interop_runner.parsers.sysstat import mpstat_busy, pidstat_cpu_summary
 
 NO_SAMPLE = ("no sample inside the transfer window (the transfer was shorter than the "
@@ -17,17 +17,40 @@ def pidstat_argv(pids: str) -> tuple[str, ...]:
     return ("pidstat", "-h", "-H", "-u", "-r", "-w", "-t", "-p", pids, "1")
 
 
-def _cpu(inp: SideInput) -> dict[str, float]:
-    """Client: bash ``times`` around the client process; server: /proc at the window's edges."""
+GIB = 1 << 30
+
+
+def _cpu_seconds(inp: SideInput) -> tuple[float, float] | None:
+    """CPU seconds (user + system) of the side's processes and the seconds they cover; None
+    for a client that never ran."""
     run = inp.run
     if inp.role == "client":
         c = run.get("client") or {}
-        if c.get("cpu_user_s") is not None and run.get("duration_s"):
-            return {"cpu_pct": 100.0 * (c["cpu_user_s"] + c["cpu_system_s"]) / run["duration_s"]}
-        return {}
+        if c.get("cpu_user_s") is None or not run.get("duration_s"):
+            if run.get("start_ns") is None:
+                return None
+            raise NoValue("no CPU times of the client in run.json")
+        return c["cpu_user_s"] + c["cpu_system_s"], run["duration_s"]
     first, second = snapshot_pair(inp, "proc")
-    value = cpu_pct(parse_proc_times(first), parse_proc_times(second))
-    return {} if value is None else {"cpu_pct": value}
+    before, after = parse_proc_times(first), parse_proc_times(second)
+    seconds = (after.time_ns - before.time_ns) / 1e9
+    if seconds <= 0 or not after.ticks:
+        raise NoValue("proc snapshots hold no process of the server")
+    return cpu_seconds(before, after), seconds
+
+
+def _cpu(inp: SideInput) -> dict[str, float]:
+    """Client: bash ``times`` around the client process; server: /proc at the window's edges.
+    The cost per GiB divides by the bytes the client received (ok attempts only)."""
+    measured = _cpu_seconds(inp)
+    if measured is None:
+        return {}
+    used, seconds = measured
+    out = {"cpu_pct": 100.0 * used / seconds, "cpu_s": used}
+    received = inp.run.get("bytes_received")
+    if inp.run.get("status") == "ok" and received:
+        out["cpu_s_per_gib"] = used / (received / GIB)
+    return out
 
 
 def _pidstat(inp: SideInput) -> dict[str, float]:
@@ -94,7 +117,14 @@ CPU = Monitor(
     "the client process (bash times)",
     files=("proc-before.txt", "proc-after.txt"),
     columns=(Column("cpu_pct", "% of one core", "server: /proc/<pid>/stat; client: bash times",
-                    "CPU time over the transfer's duration (100 = one core busy)"),),
+                    "CPU time over the transfer's duration (100 = one core busy)"),
+             Column("cpu_s", "s", "server: /proc/<pid>/stat; client: bash times",
+                    "CPU time (user + system) of the implementation's processes: the client "
+                    "process and its children; the server's process group between the "
+                    "snapshots around the transfer"),
+             Column("cpu_s_per_gib", "CPU-s/GiB", "cpu_s / bytes_received",
+                    "CPU cost per byte delivered: cpu_s per GiB (2^30 bytes) the client "
+                    "received; ok attempts only")),
     extract=_cpu, always=True)
 
 PIDSTAT = Monitor(

@@ -11,7 +11,7 @@ from interop_runner.parsers.ethtool import (EthtoolStats, ethtool_delta, ethtool
 from interop_runner.parsers.ifstat import IfstatSample, parse_ifstat
 from interop_runner.parsers.layout import Deltas
 from interop_runner.parsers.netstat import nstat_delta, nstat_deltas, parse_netstat_s, parse_nstat
-from interop_runner.parsers.proc import ProcTimes, cpu_pct, parse_proc_times
+from interop_runner.parsers.proc import ProcTimes, cpu_pct, cpu_seconds, parse_proc_times
 from interop_runner.parsers.sysfs import parse_sysfs_stats, sysfs_deltas
 from interop_runner.parsers.sysstat import (MpstatSample, PidstatSample, mean_cpu_pct, parse_mpstat_json,
                       parse_pidstat, pidstat_cpu_summary)
@@ -45,4 +45,5 @@ __all__ = [
     "ProcTimes",
     "parse_proc_times",
     "cpu_pct",
+    "cpu_seconds",
 ]

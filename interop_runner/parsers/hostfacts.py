@@ -41,6 +41,15 @@ def _float(value: str | None) -> float | None:
         return None
 
 
+def _cycle_counter(line: str) -> bool | None:
+    """Whether ``perf stat -x , -e cycles`` counted (True), could not (False: ``<not
+    supported>`` / ``<not counted>``), or did not run (None)."""
+    fields = line.strip().split(",")
+    if len(fields) < 3 or fields[2] != "cycles":
+        return None
+    return fields[0].isdecimal()
+
+
 def _online_cpus(lscpu: dict[str, str], nproc: int | None) -> str | None:
     """The online CPUs as a CPU list (``0-3,8``): lscpu's ``On-line CPU(s) list``, else
     ``0-<n - 1>`` from the nproc section (the host's online CPUs: getconf _NPROCESSORS_ONLN)."""
@@ -96,6 +105,8 @@ def summarize_facts(sections: dict[str, str]) -> dict[str, Any]:
         "online_cpus": _online_cpus(lscpu, cores),
         "cpu_model": lscpu.get("Model name"),
         "cpu_max_mhz": _float(lscpu.get("CPU max MHz")),
+        "cpu_mhz": _float(sections.get("cpu-mhz", "").strip()),  # /proc/cpuinfo, the highest
+        "cycle_counter": _cycle_counter(sections.get("perf-cycles", "")),
         "threads_per_core": _int(lscpu.get("Thread(s) per core")),
         "cores_per_socket": _int(lscpu.get("Core(s) per socket")),
         "sockets": _int(lscpu.get("Socket(s)")),

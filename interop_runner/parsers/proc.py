@@ -37,10 +37,16 @@ def parse_proc_times(text: str) -> ProcTimes:
     return ProcTimes(int(head[0]), int(head[1]), ticks)
 
 
+def cpu_seconds(before: ProcTimes, after: ProcTimes) -> float:
+    """CPU seconds (user + system, reaped children included) the group used between two
+    snapshots."""
+    used = sum(t - before.ticks.get(pid, 0) for pid, t in after.ticks.items())
+    return used / after.clk_tck
+
+
 def cpu_pct(before: ProcTimes, after: ProcTimes) -> float | None:
     """Mean CPU % (100 = one core) of the group between two snapshots; None if not computable."""
     seconds = (after.time_ns - before.time_ns) / 1e9
     if seconds <= 0 or not after.ticks:
         return None
-    used = sum(t - before.ticks.get(pid, 0) for pid, t in after.ticks.items())
-    return 100.0 * used / after.clk_tck / seconds
+    return 100.0 * cpu_seconds(before, after) / seconds

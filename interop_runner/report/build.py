@@ -1,9 +1,12 @@
 """One self-contained HTML page about one or more campaigns (``run.py report``).
 
-The page has, per campaign: its run bookkeeping, a summary table (:func:`cell_stats` per pair
-and sweep variant, failures counted), every analysis view that has data (figures embedded as
-base64 SVG, the data behind each figure in a collapsed table), the failed attempts with their
-reasons, the implementation versions, the host facts and the resolved configuration. A notice
+The page has, per campaign: its run bookkeeping, every analysis view that has data (figures
+embedded as base64 SVG, the data behind each figure in a collapsed table), then the long
+per-cell tables (folded when long): a summary (:func:`cell_stats` per pair and sweep variant,
+failures counted, CPU cost per side) and the failed attempts with their
+reasons, the implementation versions, the host facts and the resolved configuration. Given a
+history database, a History section leads: the series of campaigns with their change points
+(:mod:`interop_runner.report.history`). A notice
 at the top says when TLS key logs are stored in the results. No external resources and no
 JavaScript: the file can be mailed or archived as it is. Every figure is also written as PNG
 and SVG to ``<out>/figures/``.
@@ -22,19 +25,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from interop_runner.report.html import (CSS, MAX_TABLE_ROWS, TALL_ROWS, WIDE_PX, bookkeeping,
-                          campaign_section, esc, facts_list, figure_html, format_cell,
-                          hosts_section, html_table, keylog_notice, page, svg_width_px)
+from interop_runner.report.history import HistoryProvider, HistorySeries, history_section
+from interop_runner.report.html import (CSS, FOLD_ROWS, MAX_TABLE_ROWS, TALL_ROWS, WIDE_PX,
+                                        bookkeeping, campaign_section, esc, facts_list,
+                                        figure_html, folded_table, format_cell, hosts_section,
+                                        html_table, keylog_notice, page, svg_width_px)
 from interop_runner.errors import ReportError
 from interop_runner.report.model import KEYLOG_NAME, Campaign, RenderedFigure, Report, Skipped, View, find_campaigns, find_keylogs, load_campaign, read_json, slugify, testbed_documents
 from interop_runner.report.tables import failures_table, summary_table, versions_table
 from interop_runner.report.views import VIEWS, figure_svg, render_views, save_figure
 
 __all__ = [
-    "CSS", "KEYLOG_NAME", "MAX_TABLE_ROWS", "TALL_ROWS", "VIEWS", "WIDE_PX", "Campaign",
-    "RenderedFigure", "Report", "ReportError", "Skipped", "View", "bookkeeping",
-    "build_report", "campaign_section", "esc", "facts_list", "failures_table", "figure_html",
-    "figure_svg", "find_campaigns", "find_keylogs", "format_cell", "hosts_section",
+    "CSS", "FOLD_ROWS", "KEYLOG_NAME", "MAX_TABLE_ROWS", "TALL_ROWS", "VIEWS", "WIDE_PX",
+    "Campaign", "HistoryProvider", "HistorySeries", "RenderedFigure", "Report",
+    "ReportError", "Skipped", "View", "bookkeeping", "build_report", "campaign_section",
+    "esc", "facts_list", "failures_table", "figure_html", "figure_svg", "find_campaigns",
+    "find_keylogs", "folded_table", "format_cell", "history_section", "hosts_section",
     "html_table", "keylog_notice", "load_campaign", "page", "read_json", "render_views",
     "save_figure", "slugify", "summary_table", "svg_width_px", "testbed_documents",
     "versions_table",
@@ -42,9 +48,15 @@ __all__ = [
 
 
 def build_report(paths: Sequence[Path | str], out_dir: Path | str,
-                 views: Sequence[View] = VIEWS) -> Report:
+                 views: Sequence[View] = VIEWS, *, history_db: Path | None = None,
+                 history_provider: HistoryProvider | None = None) -> Report:
     """Write ``<out_dir>/report.html`` and ``<out_dir>/figures/*.{png,svg}`` for the campaigns
-    below ``paths``. Raises :class:`ReportError` for unusable input."""
+    below ``paths``. Raises :class:`ReportError` for unusable input.
+
+    With ``history_db``, the page leads with a History section: the series the history
+    provider reads from it (default ``interop_runner.analysis.history.report_series``), those
+    with change points drawn; without it (the default), no such section.
+    """
     directories = find_campaigns(paths)
     out = Path(out_dir)
     try:
@@ -64,8 +76,9 @@ def build_report(paths: Sequence[Path | str], out_dir: Path | str,
         campaign.slug = slug
     for campaign in campaigns:
         render_views(campaign, figures_dir, views)
+    history, history_files = history_section(history_db, figures_dir, history_provider)
     keylogs = find_keylogs(directories)
     html_file = out / "report.html"
-    html_file.write_text(page(campaigns, keylogs, directories), encoding="utf-8")
-    files = [p for c in campaigns for f in c.figures for p in f.files]
+    html_file.write_text(page(campaigns, keylogs, directories, history), encoding="utf-8")
+    files = [p for c in campaigns for f in c.figures for p in f.files] + history_files
     return Report(html_file, files, campaigns, keylogs)

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 MAX_TABLE_ROWS = 200  # rows shown of a figure's data table (the rest is counted)
 TALL_ROWS = 30  # longer tables scroll inside a box (headers stay visible)
+FOLD_ROWS = 12  # longer per-cell tables are folded below the figures (<details>)
 WIDE_PX = 820  # figures wider than a grid column (CSS px) span the whole row
+HISTORY_ANCHOR = "history"  # HTML id of the History section (interop_runner.report.history)
 
 CSS = """
 :root { --fg: #1d232a; --muted: #5b6670; --line: #d8dde3; --band: #f4f6f8; --accent: #1f5f99; }
@@ -119,6 +121,16 @@ def html_table(frame: "pd.DataFrame", *, index: bool = False,
     box = "scroll tall" if len(shown) > TALL_ROWS else "scroll"  # long: own scroll bar
     return (f'<div class="{box}"><table><thead><tr>{head}</tr></thead><tbody>'
             + "".join(rows) + "</tbody></table></div>" + more)
+
+
+def folded_table(frame: "pd.DataFrame", what: str, *, fold_rows: int = FOLD_ROWS) -> str:
+    """:func:`html_table`, folded into ``<details>`` whose summary says ``what`` and how many
+    rows when the table is longer than ``fold_rows`` (so it never hides the figures)."""
+    table = html_table(frame)
+    if frame is None or len(frame) <= fold_rows:
+        return table
+    return (f'<details class="table"><summary>{esc(what)}: {len(frame)} rows</summary>'
+            f"{table}</details>")
 
 
 def facts_list(items: Mapping[str, Any]) -> str:
@@ -283,21 +295,32 @@ def _size(value: Any) -> str | None:
     return f"{format_iec(value)} ({value} bytes)"
 
 
+SUMMARY_NOTE = ("Goodput in Mbit/s of the successful attempts per cell; n = successful "
+                "attempts of all attempts, failures = attempts that did not succeed (failed, "
+                "timeout, unsupported: counted, never averaged in); ci_low/ci_high = bootstrap "
+                "95 % interval of the median; outliers = Tukey outliers (counted, not "
+                "dropped); server/client CPU-s/GiB = median CPU-seconds (user + system) of "
+                "that side's processes per GiB delivered, over the successful attempts that "
+                "measured it (– : not measured).")
+
+
 def campaign_section(campaign: Campaign) -> str:
-    """The whole section of one campaign."""
+    """The whole section of one campaign: its run facts, then what a person looks at (the
+    figures), then the long per-cell tables (folded when long), then the reference parts."""
     parts = [f'<section id="{esc(campaign.anchor)}"><h2>{esc(campaign.name)}</h2>',
-             facts_list({k: v for k, v in bookkeeping(campaign).items() if v is not None})]
-    parts.append("<h3>Summary</h3>")
-    if campaign.frame.empty:
-        parts.append('<p class="muted">No attempts recorded.</p>')
-    else:
-        parts.append('<p class="muted">Goodput in Mbit/s of the successful attempts per cell; '
-                     "n = successful attempts of all attempts, failures = attempts that did "
-                     "not succeed (failed, timeout, unsupported: counted, never averaged in); "
-                     "ci_low/ci_high = bootstrap 95 % interval of the median; "
-                     "outliers = Tukey outliers (counted, not dropped).</p>")
-        parts.append(html_table(summary_table(campaign.frame)))
-    parts.append("<h3>Views</h3>")
+             facts_list({k: v for k, v in bookkeeping(campaign).items() if v is not None}),
+             views_part(campaign), summary_part(campaign), failures_part(campaign),
+             "<h3>Implementations</h3>" + html_table(versions_table(campaign)),
+             "<h3>Hosts</h3>" + hosts_section(campaign)]
+    config = json.dumps(campaign.meta.get("config") or {}, indent=2, sort_keys=False)
+    parts.append("<h3>Configuration</h3><details><summary>resolved campaign configuration "
+                 f"(campaign.json)</summary><pre>{esc(config)}</pre></details></section>")
+    return "".join(parts)
+
+
+def views_part(campaign: Campaign) -> str:
+    """The figures of a campaign, and one line per view that was not drawn."""
+    parts = ["<h3>Views</h3>"]
     if campaign.figures:
         parts.append('<div class="grid">' + "".join(figure_html(f) for f in campaign.figures)
                      + "</div>")
@@ -309,23 +332,33 @@ def campaign_section(campaign: Campaign) -> str:
             f"{'failed: ' if s.error else 'skipped, '}{esc(s.reason)}</li>"
             for s in campaign.skipped)
         parts.append(f'<ul class="skipped">{items}</ul>')
-    failures = failures_table(campaign)
-    parts.append(f"<h3>Failures ({len(failures)})</h3>")
-    parts.append(html_table(failures) if len(failures) else
-                 '<p class="muted">Every attempt succeeded.</p>')
-    parts.append("<h3>Implementations</h3>" + html_table(versions_table(campaign)))
-    parts.append("<h3>Hosts</h3>" + hosts_section(campaign))
-    config = json.dumps(campaign.meta.get("config") or {}, indent=2, sort_keys=False)
-    parts.append("<h3>Configuration</h3><details><summary>resolved campaign configuration "
-                 f"(campaign.json)</summary><pre>{esc(config)}</pre></details></section>")
     return "".join(parts)
 
 
-def page(campaigns: Sequence[Campaign], keylogs: Sequence[Path], roots: Sequence[Path]) -> str:
-    """The complete HTML document."""
+def summary_part(campaign: Campaign) -> str:
+    """The statistics per cell (folded when long)."""
+    if campaign.frame.empty:
+        return '<h3>Summary</h3><p class="muted">No attempts recorded.</p>'
+    return (f'<h3>Summary</h3><p class="muted">{esc(SUMMARY_NOTE)}</p>'
+            + folded_table(summary_table(campaign.frame), "statistics per cell"))
+
+
+def failures_part(campaign: Campaign) -> str:
+    """The attempts that did not succeed (folded when long)."""
+    failures = failures_table(campaign)
+    body = folded_table(failures, "failed attempts") if len(failures) else \
+        '<p class="muted">Every attempt succeeded.</p>'
+    return f"<h3>Failures ({len(failures)})</h3>{body}"
+
+
+def page(campaigns: Sequence[Campaign], keylogs: Sequence[Path], roots: Sequence[Path],
+         history: str = "") -> str:
+    """The complete HTML document; ``history`` is the History section's HTML (leads the
+    campaigns when given)."""
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     title = "QIR report: " + ", ".join(c.name for c in campaigns)
-    toc = "".join(f'<li><a href="#{esc(c.anchor)}">{esc(c.name)}</a> – '
+    toc = (f'<li><a href="#{HISTORY_ANCHOR}">History</a> – change points over campaigns</li>'
+           if history else "") + "".join(f'<li><a href="#{esc(c.anchor)}">{esc(c.name)}</a> – '
                   f"{len(c.frame)} attempt(s), {len(c.figures)} figure(s)</li>"
                   for c in campaigns)
     attempts = sum(len(c.frame) for c in campaigns)
@@ -338,6 +371,6 @@ def page(campaigns: Sequence[Campaign], keylogs: Sequence[Path], roots: Sequence
         f"{attempts} attempt(s). Goodput = 8 × file size / transfer time on the client "
         "node, in Mbit/s.</p></header>"
         + keylog_notice(keylogs, roots)
-        + f"<nav><b>Campaigns</b><ul>{toc}</ul></nav>"
+        + f"<nav><b>Campaigns</b><ul>{toc}</ul></nav>" + history
         + "".join(campaign_section(c) for c in campaigns)
         + "</body></html>\n")

@@ -35,6 +35,7 @@ class View:
     about: str  # what to look for (paper section 4)
     needs_testbeds: int = 1  # fewer testbeds in the campaign: nothing to compare, skipped
     needs_pairs: int = 1  # likewise for server/client pairs
+    module: str = "interop_runner.analysis.views"  # where ``function`` lives
 
 
 @dataclasses.dataclass

@@ -13,10 +13,15 @@ from interop_runner.report.model import Campaign, testbed_documents
 if TYPE_CHECKING:
     import pandas as pd
 
+# the CPU cost per side in the summary (analysis.matrix: CPU-seconds per GiB delivered)
+CPU_COST_COLUMNS = {"server_cpu_s_per_gib": "server CPU-s/GiB",
+                    "client_cpu_s_per_gib": "client CPU-s/GiB"}
+
 
 def summary_table(frame: "pd.DataFrame") -> "pd.DataFrame":
     """:func:`cell_stats` per pair, testbed (when several) and sweep axis value (one column
-    per axis that varies, in the axis' own order: 1x, 2x, ..., 16x), else per variant."""
+    per axis that varies, in the axis' own order: 1x, 2x, ..., 16x), else per variant; with
+    the median CPU-s/GiB per side over the ok attempts when any attempt measured it."""
     from interop_runner.analysis.stats import axis_order, cell_stats
 
     by = ["server", "client"]
@@ -28,13 +33,32 @@ def summary_table(frame: "pd.DataFrame") -> "pd.DataFrame":
         by += axes
     elif "variant" in frame.columns and frame["variant"].nunique(dropna=True) > 1:
         by.append("variant")
-    table: pd.DataFrame = cell_stats(frame, by)
+    table: pd.DataFrame = _with_cpu_costs(cell_stats(frame, by), frame, by)
     if axes and not table.empty:
         rank = {c: {v: i for i, v in enumerate(axis_order(frame[c]))} for c in axes}
         table = table.sort_values(
             by, key=lambda col: col.map(rank[str(col.name)]) if col.name in rank else col,
             kind="stable", ignore_index=True)
     return table.rename(columns={c: c.removeprefix("axis_") for c in axes})
+
+
+def _with_cpu_costs(table: "pd.DataFrame", frame: "pd.DataFrame",
+                    by: list[str]) -> "pd.DataFrame":
+    """``table`` (one row per cell of ``by``, in :func:`cell_stats`' order) with the median
+    CPU-s/GiB of each side that was measured in any ok attempt."""
+    import pandas as pd
+
+    from interop_runner.analysis.stats import ok_mask
+
+    masks = {c: ok_mask(frame, c) for c in CPU_COST_COLUMNS}
+    present = [c for c, mask in masks.items() if mask.any()]
+    if not present or table.empty:
+        return table
+    values = pd.DataFrame({CPU_COST_COLUMNS[c]: pd.to_numeric(frame[c], errors="coerce")
+                           .where(masks[c]) for c in present}).join(frame[by])
+    # grouped exactly as cell_stats groups (sorted, NA keys kept): the rows line up
+    medians = values.groupby(by, sort=True, dropna=False, observed=True).median()
+    return pd.concat([table, medians.reset_index(drop=True).astype("Float64")], axis=1)
 
 
 def failures_table(campaign: Campaign) -> "pd.DataFrame":

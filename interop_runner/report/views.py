@@ -21,6 +21,12 @@ VIEWS: tuple[View, ...] = (
          "(clients): heterogeneous pairs are often slower than homogeneous ones, because the "
          "flow control and ACK behaviour of two libraries are not tuned to each other.",
          needs_pairs=2),
+    View("cpu", "CPU cost per GiB", "cost_heatmap", "frame",
+         "CPU-seconds (user + system) of the server's and of the client's processes per GiB "
+         "delivered, median over the successful attempts; both panels share one colour "
+         "scale, darker is more expensive, NA = not measured. Read it next to the goodput "
+         "matrix: a pair that is slow and expensive on one side points at that side.",
+         needs_pairs=2, module="interop_runner.analysis.matrix"),
     View("buffers", "Socket buffer sweep (Fig. 3-4)", "buffer_sweep", "frame",
          "Goodput against the UDP receive buffer (multiples of 208 KiB). Look for the knee "
          "where goodput stops rising, and for receive-buffer drops and ACK counts falling "
@@ -60,6 +66,18 @@ def _views_module() -> Any:
     return views
 
 
+def _view_function(view: View) -> Callable[[Any], tuple[Any, Any]] | None:
+    """The function that draws a view, None when its module does not have it."""
+    import importlib
+
+    try:
+        module = importlib.import_module(view.module)
+    except ImportError:
+        return None
+    function: Callable[[Any], tuple[Any, Any]] | None = getattr(module, view.function, None)
+    return function
+
+
 def _no_data(data: Any, fig: Any) -> bool:
     if fig is None or data is None:
         return True
@@ -91,7 +109,7 @@ def render_views(campaign: Campaign, figures_dir: Path,
                                        getattr(module, "NoDataError", None))
                            if isinstance(e, type) and issubclass(e, BaseException))
     for view in views:
-        function: Callable[[Any], tuple[Any, Any]] | None = getattr(module, view.function, None)
+        function = _view_function(view)
         if function is None:
             campaign.skipped.append(Skipped(view, f"not available ({view.function} missing)"))
             continue

@@ -17,6 +17,9 @@ Versions (:data:`CAMPAIGN_SCHEMA_VERSION` is the one written):
    (``file.sha256`` only as stored by versions 1-2), ``file.reused`` (taken from the
    server node's cache of generated files) and ``file.note`` (why a cached file was
    generated anew). :func:`upgrade_2_to_3`.
+4. ``synthetic``: true for a campaign generated from captured outputs rather than measured
+   (``bench/history_scale.py``), so a results database can tell them apart; false for every
+   campaign the runner measures and every older document. :func:`upgrade_3_to_4`.
 
 :func:`read_campaign` returns the upgraded plain dict (what the analysis and the report
 read); :func:`load_campaign_record` returns the validated model (what resume reads).
@@ -35,7 +38,7 @@ from interop_runner.errors import StoreError
 from interop_runner.storage.layout import utc_now, write_json_atomic
 from interop_runner.storage.schema import DocumentSchema, first_error, read_document
 
-CAMPAIGN_SCHEMA_VERSION = 3
+CAMPAIGN_SCHEMA_VERSION = 4
 
 
 class _Doc(BaseModel):
@@ -146,6 +149,7 @@ class CampaignRecord(_Doc):
     adaptive_rounds: list[AdaptiveRound] | None = None
     worker_exit_codes: dict[str, int | None] | None = None
     wall_s: float | None = None
+    synthetic: bool = False  # generated from captured outputs, not measured
 
     def to_dict(self) -> dict[str, Any]:
         """The document's contents (plain JSON-serialisable dict)."""
@@ -207,8 +211,14 @@ def upgrade_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
+    """Every campaign before version 4 was measured."""
+    data.setdefault("synthetic", False)
+    return data
+
+
 CAMPAIGN_SCHEMA = DocumentSchema("campaign.json", CAMPAIGN_SCHEMA_VERSION,
-                                 {1: upgrade_1_to_2, 2: upgrade_2_to_3})
+                                 {1: upgrade_1_to_2, 2: upgrade_2_to_3, 3: upgrade_3_to_4})
 
 
 # -- files ------------------------------------------------------------------------------------

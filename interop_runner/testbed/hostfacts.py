@@ -14,6 +14,9 @@ sec() { printf '=== %s ===\n' "$1"; }
 sec uname; uname -snrmv
 sec nproc; getconf _NPROCESSORS_ONLN  # online CPUs of the host, whatever the affinity of this shell
 sec lscpu; LC_ALL=C lscpu 2>&1
+sec cpu-mhz; awk -F: '/^cpu MHz/ { print $2 }' /proc/cpuinfo 2>/dev/null | sort -n | tail -n 1
+# Whether a hardware cycle counter exists (VMs often have none): perf stat's one CSV line.
+sec perf-cycles; (command -v perf >/dev/null && perf stat -x , -e cycles -- true 2>&1 | tail -n 1) || true
 sec governor; cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor 2>/dev/null | sort | uniq -c
 sec topology; (lstopo-no-graphics --of console --no-io 2>/dev/null || true)
 sec ethtool; ethtool "$ifc" 2>&1

@@ -1,0 +1,177 @@
+"""The results database: an embedded DuckDB file (default ``<results-dir>/history.duckdb``)
+with one row per attempt and one per campaign (docs/history.md, "The database").
+
+The results directories stay the source of truth: every row comes from a campaign directory
+(:mod:`.ingest`) and the file can be deleted and rebuilt from them at any time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from interop_runner.errors import UserError
+
+if TYPE_CHECKING:
+    import duckdb
+
+DB_NAME = "history.duckdb"
+DB_SCHEMA_VERSION = 1
+CPU_COST_COLUMNS = ("server_cpu_s_per_gib", "client_cpu_s_per_gib", "server_cycles_per_byte",
+                    "client_cycles_per_byte")
+
+# column -> DuckDB type; the stable columns of load_results, the CPU cost columns (NULL when
+# the frame lacks them), the series signature computed at ingest and the campaign's host knobs
+ATTEMPT_COLUMNS: dict[str, str] = {
+    "campaign": "VARCHAR", "testbed": "VARCHAR", "server": "VARCHAR", "client": "VARCHAR",
+    "testcase": "VARCHAR", "repetition": "BIGINT", "attempt": "BIGINT", "status": "VARCHAR",
+    "reason": "VARCHAR", "alpn": "VARCHAR", "goodput_mbps": "DOUBLE", "duration_s": "DOUBLE",
+    "file_size": "BIGINT", "bytes_received": "BIGINT", "started_at": "TIMESTAMPTZ",
+    "finished_at": "TIMESTAMPTZ", "variant": "VARCHAR", "axes": "VARCHAR",
+    "server_params": "VARCHAR", "client_params": "VARCHAR", "congestion_control": "VARCHAR",
+    "cipher": "VARCHAR", "socket_rcvbuf": "BIGINT", "socket_sndbuf": "BIGINT",
+    "gso": "BOOLEAN", "gro": "BOOLEAN", "server_version": "VARCHAR",
+    "client_version": "VARCHAR", "cell_server": "VARCHAR", "cell_client": "VARCHAR",
+    "bottleneck": "VARCHAR", **{c: "DOUBLE" for c in CPU_COST_COLUMNS},
+    "signature": "VARCHAR", "knobs": "VARCHAR", "path": "VARCHAR",
+}
+CAMPAIGN_COLUMNS: dict[str, str] = {
+    "campaign": "VARCHAR PRIMARY KEY", "directory": "VARCHAR", "name": "VARCHAR",
+    "testbed": "VARCHAR", "started_at": "TIMESTAMPTZ", "finished_at": "TIMESTAMPTZ",
+    "status": "VARCHAR", "planned_runs": "BIGINT", "runs": "BIGINT", "attempts": "BIGINT",
+    "ok_attempts": "BIGINT", "synthetic": "BOOLEAN", "variants": "VARCHAR",
+    "versions": "VARCHAR", "implementations": "VARCHAR", "source_commits": "VARCHAR",
+    "runner_commit": "VARCHAR", "hosts_digest": "VARCHAR", "content_digest": "VARCHAR",
+    "campaign_schema_version": "BIGINT", "ingested_at": "TIMESTAMPTZ",
+}
+IMPLEMENTATION_COLUMNS: dict[str, str] = {
+    "campaign": "VARCHAR", "role": "VARCHAR", "name": "VARCHAR", "version": "VARCHAR",
+    "declared_version": "VARCHAR", "source_hash": "VARCHAR", "variant": "VARCHAR",
+    "commit": "VARCHAR", "dirty": "BOOLEAN",
+}
+TABLES = {"campaigns": CAMPAIGN_COLUMNS, "attempts": ATTEMPT_COLUMNS,
+          "implementations": IMPLEMENTATION_COLUMNS}
+
+
+def default_db(results_dir: Path | str) -> Path:
+    """``<results_dir>/history.duckdb``."""
+    return Path(results_dir) / DB_NAME
+
+
+def connect(path: Path | str, *, read_only: bool = False) -> "duckdb.DuckDBPyConnection":
+    """Open (and for writing create) the database; a read-only open of a missing file, or a
+    file that is not such a database, is a one-line :class:`UserError`."""
+    import duckdb
+
+    path = Path(path)
+    if read_only and not path.is_file():
+        raise UserError(f"{path}: no history database (run `history ingest` first)")
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as exc:
+        raise UserError(f"{path}: cannot open the history database: "
+                        f"{str(exc).splitlines()[0]}") from None
+    if not read_only:
+        create_tables(con)
+    _check_version(con, path)
+    return con
+
+
+def create_tables(con: "duckdb.DuckDBPyConnection") -> None:
+    """The tables (and the schema version) where they do not exist yet."""
+    con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                [str(DB_SCHEMA_VERSION)])
+    for table, columns in TABLES.items():
+        body = ", ".join(f'"{name}" {kind}' for name, kind in columns.items())
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
+
+
+def _check_version(con: "duckdb.DuckDBPyConnection", path: Path) -> None:
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except Exception:  # noqa: BLE001 - duckdb.CatalogException: not our database
+        raise UserError(f"{path}: not a history database (no meta table)") from None
+    if row is None or int(row[0]) != DB_SCHEMA_VERSION:
+        raise UserError(f"{path}: history database version {row[0] if row else '?'}, this "
+                        f"runner writes {DB_SCHEMA_VERSION}; rebuild it with "
+                        f"`history ingest --rebuild`")
+
+
+def drop_tables(con: "duckdb.DuckDBPyConnection") -> None:
+    """Remove every row (``--rebuild``): the tables are created again, empty."""
+    for table in TABLES:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    create_tables(con)
+
+
+def typed_frame(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """``frame`` with exactly ``columns`` in order: a missing one is all NULL (a CPU cost the
+    loader does not provide stays NULL, never 0), categories become strings."""
+    data: dict[str, Any] = {}
+    for name, kind in columns.items():
+        if name not in frame.columns:
+            data[name] = pd.Series(pd.NA, index=frame.index, dtype=_pandas_type(kind))
+        elif isinstance(frame[name].dtype, pd.CategoricalDtype):
+            data[name] = frame[name].astype("string")
+        else:
+            data[name] = frame[name]
+    return pd.DataFrame(data, index=frame.index)
+
+
+def _pandas_type(kind: str) -> str:
+    base = kind.split()[0]
+    return {"DOUBLE": "Float64", "BIGINT": "Int64", "BOOLEAN": "boolean",
+            "TIMESTAMPTZ": "datetime64[ns, UTC]"}.get(base, "string")
+
+
+def insert(con: "duckdb.DuckDBPyConnection", table: str, frame: pd.DataFrame) -> None:
+    """Append the rows of ``frame`` (typed by :func:`typed_frame`) to ``table``."""
+    rows = typed_frame(frame, TABLES[table])
+    con.register("_rows", rows)
+    try:
+        con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
+    finally:
+        con.unregister("_rows")
+
+
+def delete_campaign(con: "duckdb.DuckDBPyConnection", campaign: str) -> None:
+    """Remove a campaign's rows from every table."""
+    for table in TABLES:
+        con.execute(f"DELETE FROM {table} WHERE campaign = ?", [campaign])
+
+
+def stored_digest(con: "duckdb.DuckDBPyConnection", campaign: str) -> str | None:
+    """The content digest the database holds for ``campaign`` (None: not there)."""
+    row = con.execute("SELECT content_digest FROM campaigns WHERE campaign = ?",
+                      [campaign]).fetchone()
+    return None if row is None else str(row[0])
+
+
+def query(db: Path | str, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+    """Run SQL (read only) on the database and return the result as a DataFrame, e.g.
+    ``query(db, "SELECT server, median(goodput_mbps) FROM attempts GROUP BY server")``."""
+    con = connect(db, read_only=True)
+    try:
+        result: pd.DataFrame = con.execute(sql, params or []).df()
+    finally:
+        con.close()
+    return result
+
+
+def load_history(db: Path | str, *, include_synthetic: bool = True) -> pd.DataFrame:
+    """Every stored attempt, one row each, with its campaign's start time
+    (``campaign_started_at``), ``synthetic`` flag and host-facts digest, oldest campaign
+    first. ``include_synthetic=False`` leaves out generated campaigns (bench/history_scale.py)."""
+    where = "" if include_synthetic else "WHERE NOT coalesce(c.synthetic, false)"
+    return query(db, f"""
+        SELECT a.*, c.started_at AS campaign_started_at, c.synthetic, c.hosts_digest
+        FROM attempts a JOIN campaigns c USING (campaign) {where}
+        ORDER BY c.started_at, a.campaign, a.server, a.client, a.repetition, a.attempt""")
+
+
+def load_campaigns(db: Path | str) -> pd.DataFrame:
+    """The campaigns table, oldest first."""
+    return query(db, "SELECT * FROM campaigns ORDER BY started_at, campaign")

@@ -1,0 +1,324 @@
+"""Campaign directories into the history database: checks, metadata, rows.
+
+A campaign is taken only when it is whole: ``campaign.json`` readable with status
+``finished``, every ``run.json`` readable, at least as many runs stored as it planned.
+Anything else is refused with one line naming the directory and the reason
+(:class:`CampaignRefused`). The same contents twice (:func:`content_digest`) change nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+import pandas as pd
+
+from interop_runner.analysis.history import db as store
+from interop_runner.errors import StoreError, UserError
+from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
+from interop_runner.storage.store import iter_run_files
+
+if TYPE_CHECKING:
+    import duckdb
+
+SIGNATURE_PARAMS = ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso",
+                    "gro")
+UNREADABLE = "unreadable run.json"
+BATCH = 50  # campaigns written per transaction (one insert per table each)
+
+
+class CampaignRefused(UserError):
+    """A campaign directory that is corrupt or partial: one line, directory and reason."""
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What ingesting one campaign did: ``added``, ``replaced`` (its contents changed) or
+    ``unchanged``."""
+
+    campaign: str
+    directory: Path
+    outcome: str
+    attempts: int
+
+
+def campaign_dirs(paths: Iterable[Path | str]) -> list[Path]:
+    """Campaign directories: each path itself when it holds ``campaign.json``, else its
+    subdirectories that do (a results directory); a path with neither is refused."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if (path / "campaign.json").is_file():
+            found.append(path)
+            continue
+        inner = sorted(d for d in path.iterdir() if (d / "campaign.json").is_file()) \
+            if path.is_dir() else []
+        if not inner:
+            raise CampaignRefused(f"{path}: not a campaign or results directory (no "
+                                  f"campaign.json in it or below it)")
+        found += inner
+    return found
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """The campaign's ``campaign.json`` (upgraded), refused unless it is finished."""
+    try:
+        meta = read_campaign(directory / "campaign.json")
+    except (OSError, ValueError, StoreError) as exc:
+        raise CampaignRefused(f"{directory}: corrupt: campaign.json unreadable "
+                              f"({str(exc).splitlines()[0][:200]})") from None
+    status = meta.get("status")
+    if status != "finished":
+        raise CampaignRefused(f"{directory}: partial: status {status!r}, not 'finished'")
+    return meta
+
+
+def content_digest(directory: Path) -> str:
+    """SHA-256 over the campaign's documents (campaign.json, testbed-*.json, every run.json),
+    their paths included: equal digests, equal campaign."""
+    digest = hashlib.sha256()
+    files = [directory / "campaign.json", *sorted(directory.glob("testbed-*.json")),
+             *sorted(p for p in iter_run_files(directory) if ".cache" not in p.parts)]
+    for path in files:
+        digest.update(str(path.relative_to(directory)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def hosts_digest(meta: dict[str, Any], directory: Path) -> str | None:
+    """A short SHA-256 of the campaign's host facts (None when it recorded none): equal
+    digests, the same hosts as far as the facts tell."""
+    hosts = hosts_of_campaign(meta, directory)
+    if not hosts:
+        return None
+    return hashlib.sha256(json.dumps(hosts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_complete(directory: Path, meta: dict[str, Any], frame: pd.DataFrame) -> None:
+    """Refuse unreadable records and fewer stored runs than planned."""
+    reasons = frame["reason"].astype("string").fillna("")
+    unreadable = int(reasons.str.startswith(UNREADABLE).sum())
+    if unreadable:
+        raise CampaignRefused(f"{directory}: corrupt: {unreadable} unreadable run.json "
+                              f"record(s)")
+    planned = int(meta.get("planned_runs") or 0)
+    runs = stored_runs(frame)
+    if runs < planned:
+        raise CampaignRefused(f"{directory}: partial: {runs} of {planned} planned run(s) "
+                              f"stored")
+
+
+def stored_runs(frame: pd.DataFrame) -> int:
+    """Runs with a record: distinct repetition directories (attempts of one run share one)."""
+    if frame.empty:
+        return 0
+    return int(frame["path"].astype("string").map(lambda p: str(Path(p).parent)).nunique())
+
+
+def knobs_text(meta: dict[str, Any]) -> str | None:
+    """The campaign's host knobs (``knobs`` / ``server_knobs`` / ``client_knobs`` as
+    configured) as compact sorted JSON, None without any."""
+    config = meta.get("config") or {}
+    knobs = {k: {n: v for n, v in (config.get(k) or {}).items() if v is not None}
+             for k in ("knobs", "server_knobs", "client_knobs")}
+    knobs = {k: v for k, v in knobs.items() if v}
+    return json.dumps(knobs, sort_keys=True, default=str, separators=(",", ":")) if knobs \
+        else None
+
+
+def signature(frame: pd.DataFrame) -> "pd.Series[str]":
+    """Per attempt, what must be equal for two campaigns to be points of one series besides
+    testbed, pair and testcase: the sweep variant, the implementation and standard
+    parameters and the file size (compact sorted JSON). Host knobs are not part of it: like
+    a version, a changed host setting is something the history is there to show."""
+    columns = ["variant", "server_params", "client_params", "file_size", *SIGNATURE_PARAMS]
+    present = [c for c in columns if c in frame.columns]
+    keys = frame[present].astype("string").fillna("")
+    unique = keys.drop_duplicates()
+    records = frame.loc[unique.index, present].astype(object)
+    texts = {tuple(k): json.dumps({c: v for c, v in row.items()
+                                   if not pd.isna(v) and v not in ("", "{}")},
+                                  sort_keys=True, default=str, separators=(",", ":"))
+             for k, row in zip(unique.itertuples(index=False), records.to_dict("records"))}
+    return pd.Series([texts[tuple(k)] for k in keys.itertuples(index=False)],
+                     index=frame.index, dtype="string")
+
+
+def implementation_rows(campaign: str, meta: dict[str, Any]) -> pd.DataFrame:
+    """One row per implementation and role of ``campaign.json`` (several testbeds: those of
+    the first testbed document that lists them)."""
+    rows = []
+    for key, entry in (meta.get("implementations") or {}).items():
+        role, _, name = key.partition(":")
+        source = entry.get("variant_source") or {}
+        rows.append({"campaign": campaign, "role": role, "name": name,
+                     "version": entry.get("version"),
+                     "declared_version": entry.get("declared_version"),
+                     "source_hash": entry.get("source_hash"),
+                     "variant": json.dumps(entry["variant"], sort_keys=True)
+                     if entry.get("variant") else None,
+                     "commit": source.get("commit"), "dirty": source.get("dirty")})
+    return pd.DataFrame(rows, columns=list(store.IMPLEMENTATION_COLUMNS))
+
+
+def _testbed_meta(meta: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """The document that holds implementations: campaign.json, or for several testbeds the
+    first readable ``testbed-<name>.json``."""
+    for file in (meta.get("testbed_files") or {}).values():
+        try:
+            return read_campaign(directory / file)
+        except (OSError, ValueError, StoreError):
+            continue
+    return meta
+
+
+def campaign_row(directory: Path, meta: dict[str, Any], frame: pd.DataFrame,
+                 implementations: pd.DataFrame, digest: str) -> pd.DataFrame:
+    """The campaigns-table row of a campaign."""
+    testbed = (meta.get("testbed") or {}).get("name") or ",".join(sorted(meta.get("testbeds")
+                                                                         or {}))
+    entries = implementations.to_dict("records")
+    versions = sorted({f"{e['name']} {e['version']}" for e in entries if e["version"]})
+    commits = {str(e["name"]): e["commit"] for e in entries if e["commit"]}
+    row = {
+        "campaign": meta["campaign"], "directory": str(directory.resolve()),
+        "name": (meta.get("config") or {}).get("name"), "testbed": testbed or None,
+        "started_at": meta.get("started_at"), "finished_at": meta.get("finished_at"),
+        "status": meta.get("status"), "planned_runs": meta.get("planned_runs"),
+        "runs": stored_runs(frame), "attempts": len(frame),
+        "ok_attempts": int((frame["status"].astype("string") == "ok").sum()),
+        "synthetic": bool(meta.get("synthetic", False)),
+        "variants": json.dumps((meta.get("plan") or {}).get("variants") or [""]),
+        "versions": ", ".join(versions) or None,
+        "implementations": implementations.drop(columns="campaign").to_json(orient="records"),
+        "source_commits": json.dumps(commits, sort_keys=True) if commits else None,
+        "runner_commit": (meta.get("runner") or {}).get("commit"),
+        "hosts_digest": hosts_digest(meta, directory), "content_digest": digest,
+        "campaign_schema_version": meta.get("schema_version"),
+        "ingested_at": pd.Timestamp.now(tz="UTC"),
+    }
+    frame_row = pd.DataFrame([row])
+    for column in ("started_at", "finished_at"):
+        frame_row[column] = pd.to_datetime(frame_row[column], utc=True, format="ISO8601")
+    return frame_row
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A campaign's rows for the three tables, checked and ready to write."""
+
+    campaigns: pd.DataFrame
+    implementations: pd.DataFrame
+    attempts: pd.DataFrame
+
+
+def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
+    """Load a campaign (through its cache) and build its rows; CampaignRefused when a record
+    is unreadable or runs are missing."""
+    from interop_runner.analysis.results import load_results
+
+    frame = load_results(directory)
+    check_complete(directory, meta, frame)
+    campaign = str(meta.get("campaign") or directory.name)
+    frame = frame.assign(signature=signature(frame), knobs=knobs_text(meta), campaign=campaign)
+    implementations = implementation_rows(campaign, _testbed_meta(meta, directory))
+    return Rows(campaign_row(directory, meta, frame, implementations, digest),
+                implementations, frame)
+
+
+def write_rows(con: "duckdb.DuckDBPyConnection", batch: list[Rows]) -> None:
+    """Replace the campaigns of ``batch`` in one transaction."""
+    if not batch:
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for rows in batch:
+            store.delete_campaign(con, str(rows.campaigns["campaign"].iloc[0]))
+        for table in ("campaigns", "implementations", "attempts"):
+            parts = [store.typed_frame(getattr(r, table), store.TABLES[table]) for r in batch]
+            store.insert(con, table, pd.concat(parts, ignore_index=True))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def ingest_campaign(con: "duckdb.DuckDBPyConnection", directory: Path,
+                    batch: list[Rows] | None = None) -> Ingested:
+    """Put one campaign into the database: ``unchanged`` when it holds the same contents
+    already; CampaignRefused when the campaign is corrupt or partial. With ``batch`` the rows
+    are appended to it (for :func:`write_rows`) instead of written at once."""
+    meta = read_meta(directory)
+    campaign = str(meta.get("campaign") or directory.name)
+    digest = content_digest(directory)
+    stored = store.stored_digest(con, campaign)
+    if stored == digest:
+        return Ingested(campaign, directory, "unchanged", 0)
+    rows = campaign_rows(directory, meta, digest)
+    if batch is None:
+        write_rows(con, [rows])
+    else:
+        batch.append(rows)
+    return Ingested(campaign, directory, "added" if stored is None else "replaced",
+                    len(rows.attempts))
+
+
+def known_directories(con: "duckdb.DuckDBPyConnection") -> list[Path]:
+    """The directories of every campaign the database holds (what ``--rebuild`` reads)."""
+    return [Path(r[0]) for r in con.execute(
+        "SELECT directory FROM campaigns ORDER BY started_at, campaign").fetchall()]
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """Every campaign ingested (or found unchanged) and one line per refused path."""
+
+    done: list[Ingested]
+    refused: list[str]
+
+
+def ingest(db: Path | str, paths: Iterable[Path | str], *, rebuild: bool = False
+           ) -> IngestReport:
+    """Ingest campaign directories (or results directories holding campaigns) into ``db``.
+    ``rebuild``: empty the database first and read every campaign it held again, from its
+    directory, together with ``paths``. A refused campaign does not stop the others."""
+    con = store.connect(db)
+    try:
+        targets = [*map(Path, paths)]
+        if rebuild:
+            targets = [*known_directories(con), *targets]
+            store.drop_tables(con)
+        return _ingest_paths(con, targets)
+    finally:
+        con.close()
+
+
+def _ingest_paths(con: "duckdb.DuckDBPyConnection", paths: list[Path]) -> IngestReport:
+    done: list[Ingested] = []
+    refused: list[str] = []
+    batch: list[Rows] = []
+    for directory in _unique(paths, refused):
+        try:
+            done.append(ingest_campaign(con, directory, batch))
+        except CampaignRefused as exc:
+            refused.append(str(exc))
+        if len(batch) >= BATCH:
+            write_rows(con, batch)
+            batch.clear()
+    write_rows(con, batch)
+    return IngestReport(done, refused)
+
+
+def _unique(paths: list[Path], refused: list[str]) -> list[Path]:
+    """The campaign directories of ``paths``, each once (a path that holds none: a line in
+    ``refused``)."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        try:
+            for directory in campaign_dirs([path]):
+                seen.setdefault(directory.resolve(), directory)
+        except CampaignRefused as exc:
+            refused.append(str(exc))
+    return list(seen.values())

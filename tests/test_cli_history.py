@@ -1,0 +1,126 @@
+"""``run.py history`` (interop_runner/cli/history.py) end to end on campaigns built by
+bench/history_scale.py from real captured outputs, and notebooks/history.ipynb."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from interop_runner.cli.history import auto_ingest
+from interop_runner.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "tests" / "data" / "results-sample"
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """12 daily campaigns (4 pairs x 6 repetitions), lsquic<->lsquic 25 % slower under
+    v4.3.0 from the 7th on; returns the results directory."""
+    import history_scale
+
+    out = tmp_path_factory.mktemp("history") / "results"
+    history_scale.build(out, 12, 24, step_at=6, step=0.25)
+    return out
+
+
+def test_ingest_then_check_exits_5_on_the_open_regression(
+        history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.duckdb"
+    assert main(["history", "ingest", str(history), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("    added  history_2026") == 12
+    assert out.endswith("12 campaign(s) written, 0 unchanged, 0 refused\n")
+    assert main(["history", "ingest", str(history), "--db", str(db)]) == 0
+    assert "0 campaign(s) written, 12 unchanged" in capsys.readouterr().out
+    assert main(["history", "check", "--db", str(db)]) == 5
+    lines = capsys.readouterr().out.splitlines()
+    regressions = [line for line in lines if "REGRESSION" in line]
+    assert len(regressions) == 1
+    assert "lsquic->lsquic" in regressions[0] and "(open:" in regressions[0]
+    assert "at history_20260807T020000Z (2026-08-07), v4.2.0 -> v4.3.0" in regressions[0]
+    assert "(6/6 campaigns)" in regressions[0]
+    assert lines[-1] == "4 series, 1 change point(s), 1 open regression(s)"
+    # the change opened 6 campaigns ago: not "recent" within the newest 3
+    assert main(["history", "check", "--db", str(db), "--recent", "3"]) == 0
+    assert main(["history", "check", "--db", str(db), "--server", "quiche"]) == 0
+
+
+def test_show_lists_series_and_prints_one_with_a_plot(
+        history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.duckdb"
+    main(["history", "ingest", str(history), "--db", str(db)])
+    capsys.readouterr()
+    assert main(["history", "show", "--db", str(db)]) == 0
+    listing = capsys.readouterr().out
+    assert "4 series" in listing and "tcp-tls" in listing
+    plot = tmp_path / "s.png"
+    assert main(["history", "show", "--db", str(db), "--server", "lsquic", "--plot",
+                 str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("history_2026") == 12 and plot.stat().st_size > 10_000
+    assert main(["history", "show", "--db", str(db), "--server", "lsquic", "--by",
+                 "version"]) == 0
+    by_version = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in by_version[2:]] == [["v4.2.0", "6"], ["v4.3.0", "6"]]
+
+
+def test_refused_campaigns_are_one_error_line_each_and_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    campaign = tmp_path / "results" / "c"
+    shutil.copytree(SAMPLE, campaign)
+    meta = json.loads((campaign / "campaign.json").read_text())
+    (campaign / "campaign.json").write_text(json.dumps({**meta, "status": "running"}))
+    assert main(["history", "ingest", str(campaign)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == (f"error: {campaign}: partial: status 'running', not "
+                            f"'finished'\n")
+    assert (tmp_path / "results" / "history.duckdb").is_file()  # next to the campaign
+    assert auto_ingest(campaign).startswith("warning: history not updated (")
+    assert main(["history", "check", "--db", str(tmp_path / "none.duckdb")]) == 1
+    assert "no history database" in capsys.readouterr().err
+
+
+def test_auto_ingest_writes_next_to_the_campaign(tmp_path: Path) -> None:
+    campaign = tmp_path / "results" / "sample_20261121T121934Z"
+    shutil.copytree(SAMPLE, campaign)
+    assert auto_ingest(campaign) == f"history: {tmp_path / 'results' / 'history.duckdb'}"
+
+
+def test_help_texts_name_the_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["history", "check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Exit 5 when, for some series and metric, the newest significant change point is " \
+           "a regression" in text
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--no-history" in capsys.readouterr().out
+
+
+def test_notebook_runs_on_a_database(history: Path, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import nbclient
+    import nbformat
+
+    from .test_notebooks import ensure_kernelspec
+
+    db = tmp_path / "h.duckdb"
+    main(["history", "ingest", str(history), "--db", str(db)])
+    ensure_kernelspec()
+    monkeypatch.setenv("QIR_HISTORY_DB", str(db))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(ROOT / "notebooks" / "history.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600,
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    streams = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", [])
+                      if o.get("output_type") == "stream")
+    assert "4 series, 1 change point(s), 1 open regression(s)" in streams
+    images = [o for c in nb.cells for o in c.get("outputs", [])
+              if "image/png" in o.get("data", {})]
+    assert len(images) == 1
