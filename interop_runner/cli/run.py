@@ -78,7 +78,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.no_history:  # a failure is a warning line: the campaign itself is stored
         from interop_runner.cli.history import auto_ingest
 
-        print(auto_ingest(result.directory), file=sys.stderr)
+        line = auto_ingest(result.directory)
+        print(line, file=sys.stderr if line.startswith("warning") else sys.stdout)
     return code
 
 
