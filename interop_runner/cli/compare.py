@@ -148,74 +148,96 @@ def _load(directory: Path) -> "pd.DataFrame":
     return frame
 
 
+class _Sides:
+    """What is compared: the comparison to run on a pair of frames (the goodput, and each
+    side's CPU cost through :func:`~interop_runner.analysis.ab.cost.compare_cost`), the
+    frames it runs on and the host-fact differences of two campaigns."""
+
+    def __init__(self, args: argparse.Namespace, stats: dict[str, Any]) -> None:
+        from interop_runner.analysis.ab.compare import (campaign_hosts, facts_differences,
+                                                        facts_message)
+
+        self.args, self.stats = args, stats
+        self.frame_a = _load(args.a)
+        self.frame_b: "pd.DataFrame | None" = None
+        self.differences: list[str] = []
+        if args.variants is None:
+            self.differences = facts_differences(campaign_hosts(args.a), campaign_hosts(args.b))
+            if self.differences and not args.force:
+                raise UserError(f"{facts_message(self.differences)}: the campaigns are not "
+                                f"comparable; --force compares them anyway")
+            self.frame_b = _load(args.b)
+
+    def compare(self, fa: "pd.DataFrame", fb: "pd.DataFrame | None") -> "pd.DataFrame":
+        """The comparison of ``fa`` with ``fb`` (variants: within ``fa``)."""
+        from interop_runner.analysis.ab.compare import compare, compare_variants, find_column
+
+        args = self.args
+        if fb is not None:
+            out = compare(fa, fb, **self.stats)
+            out.attrs.update(a=str(args.a), b=str(args.b),
+                             method_reason="two campaigns: independent samples")
+            return out
+        x, y = args.variants
+        out = compare_variants(fa, args.column or find_column(fa, x, y), x, y,
+                               paired=False if args.unpaired else None, **self.stats)
+        out.attrs["campaign"] = str(args.a)
+        return out
+
+    def planned(self, result: "pd.DataFrame") -> "pd.DataFrame | None":
+        """With --plan: the repetitions each cell needs."""
+        from interop_runner.analysis.ab.compare import find_column, plan, split_variants
+
+        args = self.args
+        if not args.plan:
+            return None
+        effect = args.effect if args.effect is not None else args.min_effect
+        if effect <= 0:
+            raise UserError("--plan needs a positive --effect (or --min-effect)")
+        if self.frame_b is not None:
+            side_a, side_b, keys = self.frame_a, self.frame_b, list(result.attrs["keys"])
+        else:
+            x, y = args.variants
+            column = args.column or find_column(self.frame_a, x, y)
+            side_a, side_b, keys = split_variants(self.frame_a, column, x, y)
+        return plan(side_a, effect, args.power, args.alpha, by=keys, other=side_b,
+                    min_samples=args.min_samples, paired=result.attrs.get("method") == "paired")
+
+
 def _compare(args: argparse.Namespace) -> int:
-    from interop_runner.analysis.ab.compare import (NotComparableError, campaign_hosts, compare,
-                                   compare_variants, facts_differences, facts_message,
-                                   find_column, plan, split_variants)
+    from interop_runner.analysis.ab.compare import NotComparableError
     from interop_runner.analysis.ab.cost import compare_cost, costlier
 
     _check_options(args)
     stats = dict(min_effect=args.min_effect, confidence=args.confidence, alpha=args.alpha,
                  n_boot=args.n_boot, seed=args.seed, min_samples=args.min_samples)
-    differences: list[str] = []
-    frame_a = _load(args.a)
-    frame_b: "pd.DataFrame | None" = None
     try:
-        if args.variants is None:
-            differences = facts_differences(campaign_hosts(args.a),
-                                                campaign_hosts(args.b))
-            if differences and not args.force:
-                raise UserError(f"{facts_message(differences)}: the campaigns are not "
-                                f"comparable; --force compares them anyway")
-            frame_b = _load(args.b)
-
-            def one(fa: "pd.DataFrame", fb: "pd.DataFrame | None") -> "pd.DataFrame":
-                assert fb is not None
-                out = compare(fa, fb, **stats)
-                out.attrs.update(a=str(args.a), b=str(args.b),
-                                 method_reason="two campaigns: independent samples")
-                return out
-
-            result = one(frame_a, frame_b)
-            side_a, side_b, keys = frame_a, frame_b, list(result.attrs["keys"])
-        else:
-            x, y = args.variants
-            column = args.column or find_column(frame_a, x, y)
-
-            def one(fa: "pd.DataFrame", fb: "pd.DataFrame | None") -> "pd.DataFrame":
-                out = compare_variants(fa, column, x, y,
-                                       paired=False if args.unpaired else None, **stats)
-                out.attrs["campaign"] = str(args.a)
-                return out
-
-            result = one(frame_a, None)
-            side_a, side_b, keys = split_variants(frame_a, column, x, y)
-        cost = compare_cost(one, frame_a, frame_b)
+        sides = _Sides(args, stats)
+        result = sides.compare(sides.frame_a, sides.frame_b)
+        cost = compare_cost(sides.compare, sides.frame_a, sides.frame_b)
+        plan_frame = sides.planned(result)
     except NotComparableError as exc:
         raise UserError(str(exc)) from None
     if result.empty:
         raise UserError("nothing to compare: no ok or failed attempts on either side")
-    result.attrs.update(forced=bool(differences), host_differences=differences)
-    plan_frame = None
-    if args.plan:
-        effect = args.effect if args.effect is not None else args.min_effect
-        if effect <= 0:
-            raise UserError("--plan needs a positive --effect (or --min-effect)")
-        plan_frame = plan(side_a, effect, args.power, args.alpha, by=keys, other=side_b,
-                          min_samples=args.min_samples,
-                          paired=result.attrs.get("method") == "paired")
-    text = render(result, args.format, plan_frame, cost)
-    if args.output is not None:
-        try:
-            args.output.write_text(text)
-        except OSError as exc:
-            raise UserError(f"{args.output}: cannot write: {exc}") from None
-        cost_line = _summary_line(cost) if _measured(cost) else "not measured"
-        print(f"{args.output}: {_summary_line(result)}; CPU cost: {cost_line}")
-    else:
-        print(text, end="")
+    result.attrs.update(forced=bool(sides.differences), host_differences=sides.differences)
+    _emit(args, render(result, args.format, plan_frame, cost), result, cost)
     slower = bool((result["verdict"] == "slower").any())
     return EXIT_SLOWER if slower or (costlier(cost) and not args.ignore_cpu) else 0
+
+
+def _emit(args: argparse.Namespace, text: str, result: "pd.DataFrame",
+          cost: "pd.DataFrame") -> None:
+    """The text on stdout, or written to --output with a summary line on stdout."""
+    if args.output is None:
+        print(text, end="")
+        return
+    try:
+        args.output.write_text(text)
+    except OSError as exc:
+        raise UserError(f"{args.output}: cannot write: {exc}") from None
+    cost_line = _summary_line(cost) if _measured(cost) else "not measured"
+    print(f"{args.output}: {_summary_line(result)}; CPU cost: {cost_line}")
 
 
 # ------------------------------------------------------------------------------- rendering ----
