@@ -19,16 +19,20 @@ view                   what it plots                                            
 ``bottlenecks``        bottleneck labels per cell                                     -
 ``goodput_over_time``  client receive rate per second (ifstat)                        -
 ``ab_comparison``      A/B campaigns: change of B against A per cell with its CI      -
+``history_series``     one history series over its campaigns, change points marked   -
+                       (input: the points and change points of analysis.history)
 =====================  ===========================================================  ========
 """
 
 from interop_runner.analysis.views.ab import ab_comparison
 from interop_runner.analysis.views.buffers import buffer_sweep
 from interop_runner.analysis.views.hardware import hardware, host_facts
+from interop_runner.analysis.views.history import history_series
 from interop_runner.analysis.views.overview import bottlenecks, interop_heatmap
 from interop_runner.analysis.views.pinning import pinning
 from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
 __all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
-           "host_facts", "interop_heatmap", "offloads", "perf_categories", "pinning"]
+           "history_series", "host_facts", "interop_heatmap", "offloads", "perf_categories",
+           "pinning"]
