@@ -18,6 +18,7 @@ import pytest
 
 from interop_runner.analysis import load_results, summarize
 from interop_runner.parsers.sysstat import parse_pidstat
+from interop_runner.storage.campaign_record import read_campaign
 
 from .conftest import TESTBED_FILE, write
 from .test_campaign import run_cli
@@ -136,4 +137,10 @@ def test_summary_table_carries_the_cost_and_cycles_are_estimated(
     assert mhz > 0
     assert frame["client_cycles_per_byte"].iloc[0] == pytest.approx(
         frame["client_cpu_s_per_gib"].iloc[0] * mhz * 1e6 / GIB)
-    assert frame["cycles_basis"].iloc[0].startswith("estimated from the CPU frequency")
+    basis = frame["cycles_basis"].iloc[0]
+    assert basis.startswith("server: estimated from the CPU frequency")
+    assert "client: estimated from the CPU frequency" in basis
+    hosts = read_campaign(Path(frame["path"].iloc[0]).parents[3] / "campaign.json")["hosts"]
+    no_counter = hosts["server"]["cycle_counter"] is False  # this VM: perf <not supported>
+    assert ("server: estimated from the CPU frequency (CPU seconds x MHz); the node has no "
+            "hardware cycle counter" in basis) == no_counter

@@ -36,32 +36,30 @@ def frequency_mhz(facts: dict[str, Any]) -> float | None:
     return None
 
 
-def _basis(facts: dict[str, Any]) -> str:
+def _basis(role: str, facts: dict[str, Any]) -> str:
     if facts.get("cycle_counter") is False:
-        return f"{ESTIMATED}; the node has no hardware cycle counter"
-    return ESTIMATED
+        return f"{role}: {ESTIMATED}; the node has no hardware cycle counter"
+    return f"{role}: {ESTIMATED}"
 
 
 def cycles_per_byte(joined: dict[str, Any], hosts: dict[str, Any]) -> CyclesPerByte:
     """Cycles per byte of each side of one attempt: ``joined`` holds its
     ``<role>_cpu_s_per_gib`` and ``<role>_node`` (the node's name in ``hosts``)."""
     values: list[float | None] = []
-    missing: list[str] = []
-    basis: str | None = None
+    notes: list[str] = []
     for role in ROLES:
         cost = joined.get(f"{role}_cpu_s_per_gib")
-        facts = hosts.get(joined.get(f"{role}_node") or role)
-        mhz = frequency_mhz(facts) if isinstance(facts, dict) else None
+        node = joined.get(f"{role}_node") or role
+        facts = hosts.get(node)
+        facts = facts if isinstance(facts, dict) else {}
+        mhz = frequency_mhz(facts)
         values.append(mhz)
         if cost is None:
             values.append(None)
         elif mhz is None:
             values.append(None)
-            missing.append(f"{role}: NA, no CPU frequency in the host facts of node "
-                           f"{joined.get(f'{role}_node') or role!r}")
+            notes.append(f"{role}: NA, no CPU frequency in the host facts of node {node!r}")
         else:
             values.append(cost * mhz * 1e6 / GIB)
-            assert isinstance(facts, dict)
-            basis = _basis(facts)
-    return CyclesPerByte(Segment(NAMES, values, True), "; ".join(filter(None, [basis, *missing]))
-                         or None)
+            notes.append(_basis(role, facts))
+    return CyclesPerByte(Segment(NAMES, values, True), "; ".join(notes) or None)

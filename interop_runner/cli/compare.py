@@ -307,7 +307,7 @@ def cost_markdown(cost: "pd.DataFrame") -> str:
     if not _measured(cost):
         return f"\n**CPU cost per byte**: {NO_COST}\n"
     table = _cost_frame(cost)
-    lines = [f"### CPU cost per byte: {_summary_line(cost)}", "", _md(COST_HEADING), "",
+    lines = ["", f"### CPU cost per byte: {_summary_line(cost)}", "", _md(COST_HEADING), "",
              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     lines += ["| " + " | ".join(_md(v) for v in row) + " |"
               for row in table.itertuples(index=False)]

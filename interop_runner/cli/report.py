@@ -28,15 +28,20 @@ def register(subparsers: "argparse._SubParsersAction[Any]") -> argparse.Argument
     p.add_argument("--history", type=Path, default=None, metavar="DB",
                    help="also a History section from this history database (run.py history "
                         "ingest): every series, and each one with a change point drawn with "
-                        "it marked; RESULTS_DIR/history.duckdb is used when it exists")
+                        "it marked; default: RESULTS_DIR/history.duckdb, or the one beside a "
+                        "campaign directory, when it exists")
     return p
 
 
 def history_db(args: argparse.Namespace) -> Path | None:
-    """The history database the report reads: --history, else the one beside the results."""
+    """The history database the report reads: --history, else the one in a results
+    directory given, or beside a campaign directory given (where `run` writes it)."""
     if args.history is not None:
         return Path(args.history)
-    found = [r / "history.duckdb" for r in args.results if (r / "history.duckdb").is_file()]
+    places = [r / "history.duckdb" for r in args.results]
+    places += [r.parent / "history.duckdb" for r in args.results
+               if (r / "campaign.json").is_file()]
+    found = [p for p in places if p.is_file()]
     return found[0] if found else None
 
 

@@ -45,7 +45,8 @@ def _cycle_counter(line: str) -> bool | None:
     """Whether ``perf stat -x , -e cycles`` counted (True), could not (False: ``<not
     supported>`` / ``<not counted>``), or did not run (None)."""
     fields = line.strip().split(",")
-    if len(fields) < 3 or fields[2] != "cycles":
+    # the event as perf names it: cycles, cycles:u (not root), cpu_core/cycles/ (hybrid)
+    if len(fields) < 3 or "cycles" not in fields[2]:
         return None
     return fields[0].isdecimal()
 
