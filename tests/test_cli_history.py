@@ -124,3 +124,95 @@ def test_notebook_runs_on_a_database(history: Path, tmp_path: Path,
     images = [o for c in nb.cells for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]
     assert len(images) == 1
+
+
+def test_ingest_results_glob_skips_the_database_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(SAMPLE, results / "sample_20261121T121934Z")
+    shutil.copytree(SAMPLE, tmp_path / "backup" / "sample_20261121T121934Z")
+    assert main(["history", "ingest", str(results)]) == 0
+    capsys.readouterr()
+    matched = sorted(str(p) for p in results.glob("*"))  # what `results/*` expands to
+    assert str(results / "history.duckdb") in matched
+    assert main(["history", "ingest", *matched]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert f"  skipped  {results / 'history.duckdb'}  (a database file, not a campaign)" \
+        in captured.out.splitlines()
+    assert captured.out.endswith("0 campaign(s) written, 1 unchanged, 0 refused\n")
+    # a copy of the same campaign in one ingest: a duplicate, skipped, not a crash
+    copy = tmp_path / "backup" / "sample_20261121T121934Z"
+    assert main(["history", "ingest", str(results), str(copy)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (f"duplicate  sample_20261121T121934Z  ({copy}: the same campaign as "
+                        f"{results / 'sample_20261121T121934Z'}, skipped)")
+    assert lines[2].endswith("0 campaign(s) written, 1 unchanged, 1 duplicate(s) skipped, "
+                             "0 refused")
+    # other files are still refused
+    (results / "notes.txt").write_text("x")
+    assert main(["history", "ingest", str(results / "notes.txt"), str(results)]) == 1
+    assert capsys.readouterr().err == (f"error: {results / 'notes.txt'}: not a campaign or "
+                                       f"results directory (no campaign.json in it or below "
+                                       f"it)\n")
+
+
+def test_ingest_of_a_missing_directory_names_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nonexistent"
+    assert main(["history", "ingest", str(missing)]) == 1
+    assert capsys.readouterr().err == (f"error: history ingest: {missing}: no such "
+                                       f"directory\n")
+    assert not missing.exists()
+
+
+def test_show_of_an_unmeasured_metric_and_plot_of_several_series(
+        history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.duckdb"
+    main(["history", "ingest", str(history), "--db", str(db)])
+    capsys.readouterr()
+    assert main(["history", "show", "--db", str(db), "--server", "lsquic", "--metric",
+                 "server_cycles_per_byte"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("series ")
+    assert lines[1] == "not measured (NA) for this series: server_cycles_per_byte"
+    plot = tmp_path / "all.png"
+    assert main(["history", "show", "--db", str(db), "--plot", str(plot)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ("warning: --plot draws one series and 4 match: no figure "
+                            "written; pick one with --series ID\n")
+    assert "4 series" in captured.out and not plot.exists()
+
+
+def test_check_of_cpu_cost_says_costlier(history: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import duckdb
+
+    from interop_runner.analysis.history import Settings, check, load_history
+    from interop_runner.analysis.history.series import METRIC_GROUPS
+
+    db = tmp_path / "h.duckdb"
+    main(["history", "ingest", str(history), "--db", str(db)])
+    capsys.readouterr()
+    con = duckdb.connect(str(db))  # a cost that rises where the goodput falls
+    con.execute("UPDATE attempts SET server_cpu_s_per_gib = 8000 / goodput_mbps "
+                "WHERE goodput_mbps > 0")
+    con.close()
+    changes = check(load_history(db), METRIC_GROUPS["all"], Settings())
+    assert sorted(zip(changes["metric"], changes["verdict"], changes["regression"])) == [
+        ("goodput_mbps", "slower", True), ("server_cpu_s_per_gib", "costlier", True)]
+    cost = changes[changes["metric"] == "server_cpu_s_per_gib"]
+    assert cost["rel_change"].iloc[0] > 0.25
+    assert main(["history", "check", "--db", str(db), "--metric", "cpu"]) == 5
+    lines = capsys.readouterr().out.splitlines()
+    assert "lsquic->lsquic goodput server_cpu_s_per_gib: REGRESSION (open:" in lines[0]
+    assert lines[-1] == "4 series, 1 change point(s), 1 open regression(s)"
+
+
+def test_usage_errors_exit_2_out_of_range_values_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["history", "check", "--metric", "latency"])
+    assert caught.value.code == 2 and "invalid choice: 'latency'" in capsys.readouterr().err
+    assert main(["history", "check", "--alpha", "2", "--db", str(tmp_path / "h.duckdb")]) == 1
+    assert capsys.readouterr().err.startswith("error: history check: --alpha must be in")

@@ -103,7 +103,7 @@ def test_a_cpu_cost_increase_is_a_regression(real_values: np.ndarray) -> None:
             for p in make_series(real_values, rng, 12, step_at=6, factor=0.75)]
     found = change_points(cost, metric="server_cpu_s_per_gib")
     assert len(found) == 1 and found[0].index == 6
-    assert found[0].rel_change > 0.25 and found[0].regression and found[0].verdict == "faster"
+    assert found[0].rel_change > 0.25 and found[0].regression and found[0].verdict == "costlier"
 
 
 def test_an_improvement_is_no_regression(real_values: np.ndarray) -> None:

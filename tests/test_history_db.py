@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -156,3 +157,112 @@ def test_read_only_open_of_a_missing_or_foreign_file(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot open the history database"):
         connect(tmp_path / "x.duckdb")
     assert issubclass(CampaignRefused, UserError)
+
+
+def test_two_copies_of_one_campaign_in_one_ingest(sample: Path, tmp_path: Path) -> None:
+    backup = tmp_path / "backup" / sample.name
+    shutil.copytree(sample, backup)
+    db = tmp_path / "h.duckdb"
+    report = ingest(db, [sample, backup])
+    assert [(d.outcome, d.directory, d.duplicate_of) for d in report.done] == [
+        ("added", sample, None), ("duplicate", backup, sample)] and report.refused == []
+    assert query(db, "SELECT count(*) AS n FROM attempts")["n"].iloc[0] == 1
+    assert load_campaigns(db)["directory"].tolist() == [str(sample.resolve())]
+    # already stored: the first copy is unchanged, the second still a duplicate
+    assert [d.outcome for d in ingest(db, [backup, sample]).done] == ["unchanged", "duplicate"]
+
+
+def test_a_failed_batch_is_one_line_and_leaves_the_database_usable(sample: Path,
+                                                                  tmp_path: Path) -> None:
+    from interop_runner.analysis.history.ingest import campaign_rows, content_digest, \
+        read_meta, write_rows
+
+    rows = campaign_rows(sample, read_meta(sample), content_digest(sample))
+    con = connect(tmp_path / "h.duckdb")
+    try:
+        with pytest.raises(UserError) as caught:
+            write_rows(con, [rows, rows])  # one campaign twice: its primary key breaks
+        message = str(caught.value)
+        assert message.startswith(f"{sample.resolve()} (and 1 more campaign(s) of its batch): "
+                                  f"not written to the history database: ")
+        assert "\n" not in message and f'duplicate key "{sample.name}"' in message
+        assert con.execute("SELECT count(*) FROM campaigns").fetchone() == (0,)
+        write_rows(con, [rows])  # no transaction left open, no view left registered
+        assert con.execute("SELECT count(*) FROM attempts").fetchone() == (1,)
+    finally:
+        con.close()
+
+
+def test_a_null_campaign_id_is_the_directory_name(sample: Path, tmp_path: Path) -> None:
+    _edit(sample, campaign=None)
+    db = tmp_path / "h.duckdb"
+    report = ingest(db, [sample])
+    assert [(d.campaign, d.outcome) for d in report.done] == [(sample.name, "added")]
+    assert load_campaigns(db)["campaign"].tolist() == [sample.name]
+    assert load_history(db)["campaign"].tolist() == [sample.name]
+
+
+def test_rebuild_repairs_another_schema_version(sample: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "h.duckdb"
+    ingest(db, [sample])
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    con.execute("ALTER TABLE campaigns ADD COLUMN old_column VARCHAR")
+    con.close()
+    with pytest.raises(UserError, match="version 0, this runner writes 1; rebuild it"):
+        ingest(db, [sample])
+    report = ingest(db, [], rebuild=True)  # the campaign it held, read again
+    assert [(d.campaign, d.outcome) for d in report.done] == [(sample.name, "added")]
+    assert query(db, "SELECT value FROM meta")["value"].tolist() == ["1"]
+    assert "old_column" not in load_campaigns(db).columns
+
+
+def test_a_refused_version_closes_the_connection(sample: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import duckdb
+
+    db = tmp_path / "h.duckdb"
+    ingest(db, [sample])
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    con.close()
+    opened: list[Any] = []
+    real = duckdb.connect
+
+    class Recorded:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.con, self.closed = real(*args, **kwargs), False
+            opened.append(self)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.con, name)
+
+        def close(self) -> None:
+            self.closed = True
+            self.con.close()
+
+    monkeypatch.setattr(duckdb, "connect", Recorded)
+    with pytest.raises(UserError, match="version 7"):
+        connect(db)
+    with pytest.raises(UserError, match="version 7"):
+        connect(db, read_only=True)
+    assert [c.closed for c in opened] == [True, True]
+
+
+def test_the_content_digest_ignores_only_the_campaigns_own_cache(sample: Path,
+                                                                 tmp_path: Path) -> None:
+    from interop_runner.analysis.history.ingest import content_digest
+
+    hidden = tmp_path / ".cache" / "results" / sample.name
+    shutil.copytree(sample, hidden)
+    assert content_digest(hidden) == content_digest(sample)
+    run = next(p for p in hidden.rglob("run.json") if ".cache" not in
+               p.relative_to(hidden).parts)
+    run.write_text(run.read_text().replace('"status"', '"status" ', 1))
+    assert content_digest(hidden) != content_digest(sample)
+    before = content_digest(sample)
+    (sample / ".cache" / "old").mkdir(parents=True)
+    (sample / ".cache" / "old" / "run.json").write_text("{}")
+    assert content_digest(sample) == before

@@ -23,6 +23,8 @@ from interop_runner.errors import UserError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from interop_runner.analysis.history.ingest import Ingested
+
 EXIT_REGRESSION = 5
 DEFAULT_RESULTS = Path("results")
 METRICS = ("goodput_mbps", "server_cpu_s_per_gib", "client_cpu_s_per_gib",
@@ -38,10 +40,13 @@ DESCRIPTION = (
 INGEST_DESCRIPTION = (
     "Add campaign directories (or results directories holding campaigns) to "
     "the database. A campaign already stored with the same contents is "
-    "'unchanged'; one whose contents changed is replaced. A corrupt campaign "
-    "(unreadable campaign.json or run.json) or a partial one (status not "
-    "finished, fewer runs stored than planned) is refused with one line; the "
-    "others are still ingested, and the exit status is then 1.")
+    "'unchanged'; one whose contents changed is replaced; another directory "
+    "of a campaign already named (a copy) is a 'duplicate', skipped. DuckDB "
+    "files among the DIRs (results/* matches results/history.duckdb) are "
+    "skipped. A corrupt campaign (unreadable campaign.json or run.json) or a "
+    "partial one (status not finished, fewer runs stored than planned) is "
+    "refused with one line; the others are still ingested, and the exit "
+    "status is then 1.")
 SHOW_DESCRIPTION = (
     "Without filters that leave one series: the series, one line each (id, "
     "key, campaigns, first/last campaign, newest median goodput, metrics "
@@ -147,10 +152,14 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def ingest_db(dirs: list[Path]) -> Path:
     """The default database of ``ingest``: in the first DIR when it is a results directory,
-    else in the directory holding the first campaign."""
+    else in the directory holding the first campaign (DIRs that are not directories, such as
+    ``results/history.duckdb`` matched by ``results/*``, do not count)."""
     from interop_runner.analysis.history import DB_NAME
 
-    first = dirs[0]
+    first = next((d for d in dirs if d.is_dir()), None)
+    if first is None:
+        raise UserError("history ingest: none of the DIRs is a directory; name a campaign or "
+                        "results directory, or the database with --db")
     return (first.parent if (first / "campaign.json").is_file() else first) / DB_NAME
 
 
@@ -162,17 +171,35 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise UserError("history ingest: name at least one campaign or results directory")
     if args.db is None and not args.dirs:
         raise UserError("history ingest --rebuild: name the database with --db")
+    missing = [d for d in args.dirs if not d.exists()]
+    if missing:
+        raise UserError(f"history ingest: {missing[0]}: no such directory"
+                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     db = args.db or ingest_db(args.dirs)
     report = ingest(db, args.dirs, rebuild=args.rebuild)
+    for path in report.skipped:
+        print(f"{'skipped':>9}  {path}  (a database file, not a campaign)")
     for done in report.done:
-        print(f"{done.outcome:>9}  {done.campaign}  ({done.attempts} attempt(s))"
-              if done.outcome != "unchanged" else f"{done.outcome:>9}  {done.campaign}")
+        print(_ingested_line(done))
     for line in report.refused:
         print(f"error: {line}", file=sys.stderr)
-    print(f"{db}: {sum(d.outcome != 'unchanged' for d in report.done)} campaign(s) written, "
+    written = sum(d.outcome in ("added", "replaced") for d in report.done)
+    duplicates = sum(d.outcome == "duplicate" for d in report.done)
+    print(f"{db}: {written} campaign(s) written, "
           f"{sum(d.outcome == 'unchanged' for d in report.done)} unchanged, "
-          f"{len(report.refused)} refused")
+          + (f"{duplicates} duplicate(s) skipped, " if duplicates else "")
+          + f"{len(report.refused)} refused")
     return 1 if report.refused else 0
+
+
+def _ingested_line(done: "Ingested") -> str:
+    """One campaign's line of ``ingest``."""
+    if done.outcome == "unchanged":
+        return f"{done.outcome:>9}  {done.campaign}"
+    if done.outcome == "duplicate":
+        return (f"{done.outcome:>9}  {done.campaign}  ({done.directory}: the same campaign as "
+                f"{done.duplicate_of}, skipped)")
+    return f"{done.outcome:>9}  {done.campaign}  ({done.attempts} attempt(s))"
 
 
 def auto_ingest(directory: Path) -> str:
@@ -212,6 +239,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     if table.empty:
         raise UserError("history show: no series matches (see `history show` without filters)")
     if len(table) > 1:
+        if args.plot is not None:
+            print(f"warning: --plot draws one series and {len(table)} match: no figure "
+                  f"written; pick one with --series ID", file=sys.stderr)
         print(table.drop(columns="signature").to_string(
             index=False, float_format=lambda v: f"{v:.1f}"))
         print(f"\n{len(table)} series; pick one with --series ID (or --server/--client/"
@@ -229,6 +259,12 @@ def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[A
     pts = points(frame, args.metric)
     print(f"series {row['series']}: {row['testbed']} {row['server']} -> {row['client']} "
           f"{row['testcase']} {row['signature']}; {args.metric} in {UNITS[args.metric]}")
+    if not pts:
+        print(f"not measured (NA) for this series: {args.metric}")
+        if args.plot is not None:
+            print(f"warning: --plot: no figure written, no {args.metric} to draw",
+                  file=sys.stderr)
+        return 0
     table = by_version(pts) if args.by == "version" else points_frame(pts)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if args.plot is not None:

@@ -29,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from interop_runner.analysis.ab.cost import COST_VERDICTS
 from interop_runner.analysis.ab.stats import MAD_SCALE, mann_whitney_p, verdict
 
 PENALTY = 3.0
@@ -44,6 +45,15 @@ METRIC_DIRECTIONS: dict[str, int] = {
     "client_cycles_per_byte": 1,
 }
 """Metric -> the direction of a regression: -1 when lower is worse, +1 when higher is."""
+CHANGES = ("slower", "faster", *COST_VERDICTS.values())
+"""The verdicts of a change: ``slower``/``faster`` (goodput), ``costlier``/``cheaper`` (a CPU
+cost, where up is worse)."""
+
+
+def metric_verdict(said: str, metric: str) -> str:
+    """The A/B verdict ``said`` in the words of ``metric``: for a cost (up is a regression) a
+    rise is ``costlier`` and a fall ``cheaper``, not ``faster``/``slower``."""
+    return COST_VERDICTS.get(said, said) if METRIC_DIRECTIONS.get(metric, -1) > 0 else said
 
 
 @dataclass(frozen=True)
@@ -114,8 +124,9 @@ class ChangePoint:
 
     @property
     def significant(self) -> bool:
-        """Whether the verdict is a change (``slower``/``faster`` in A/B terms)."""
-        return self.verdict in ("slower", "faster")
+        """Whether the verdict is a change (``slower``/``faster``, for a CPU cost
+        ``costlier``/``cheaper``)."""
+        return self.verdict in CHANGES
 
 
 def series_noise(logs: Sequence[float] | np.ndarray) -> float:
@@ -222,9 +233,9 @@ def measure_change(points: Sequence[Point], start: int, index: int, stop: int,
                                 seed=settings.seed + index)
     p_value = split_p([*med_b, *med_a], min_size=settings.min_size,
                       n_perm=settings.n_boot, seed=settings.seed + index)
-    said = verdict(rel, low, high, p_value, len(before), len(after),
-                   min_effect=settings.min_effect, alpha=settings.alpha,
-                   min_samples=settings.min_size)
+    said = metric_verdict(verdict(rel, low, high, p_value, len(before), len(after),
+                                  min_effect=settings.min_effect, alpha=settings.alpha,
+                                  min_samples=settings.min_size), metric)
     direction = METRIC_DIRECTIONS.get(metric, -1)
     return ChangePoint(
         index=index, campaign=points[index].campaign, time=points[index].time,
@@ -232,7 +243,7 @@ def measure_change(points: Sequence[Point], start: int, index: int, stop: int,
         n_before=len(before), n_after=len(after), median_before=centre_b,
         median_after=centre_a, rel_change=rel, ci_low=low, ci_high=high, p_value=p_value,
         p_at_split=mann_whitney_p(med_b, med_a), verdict=said, metric=metric,
-        regression=said in ("slower", "faster") and rel * direction > 0)
+        regression=said in CHANGES and rel * direction > 0)
 
 
 def change_points(points: Sequence[Point], settings: Settings = Settings(),

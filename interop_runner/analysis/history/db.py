@@ -7,6 +7,7 @@ The results directories stay the source of truth: every row comes from a campaig
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,9 +61,12 @@ def default_db(results_dir: Path | str) -> Path:
     return Path(results_dir) / DB_NAME
 
 
-def connect(path: Path | str, *, read_only: bool = False) -> "duckdb.DuckDBPyConnection":
+def connect(path: Path | str, *, read_only: bool = False, rebuild: bool = False
+            ) -> "duckdb.DuckDBPyConnection":
     """Open (and for writing create) the database; a read-only open of a missing file, or a
-    file that is not such a database, is a one-line :class:`UserError`."""
+    file that is not such a database, is a one-line :class:`UserError`. ``rebuild`` skips the
+    schema version check: the caller drops every table (:func:`drop_tables`), so a database
+    of another version can be rebuilt."""
     import duckdb
 
     path = Path(path)
@@ -73,9 +77,14 @@ def connect(path: Path | str, *, read_only: bool = False) -> "duckdb.DuckDBPyCon
     except duckdb.Error as exc:
         raise UserError(f"{path}: cannot open the history database: "
                         f"{str(exc).splitlines()[0]}") from None
-    if not read_only:
-        create_tables(con)
-    _check_version(con, path)
+    try:
+        if not read_only and not rebuild:
+            create_tables(con)
+        if not rebuild:
+            _check_version(con, path)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -101,8 +110,9 @@ def _check_version(con: "duckdb.DuckDBPyConnection", path: Path) -> None:
 
 
 def drop_tables(con: "duckdb.DuckDBPyConnection") -> None:
-    """Remove every row (``--rebuild``): the tables are created again, empty."""
-    for table in TABLES:
+    """Remove every row (``--rebuild``): every table, ``meta`` included, is created again,
+    empty, with this runner's schema version."""
+    for table in (*TABLES, "meta"):
         con.execute(f"DROP TABLE IF EXISTS {table}")
     create_tables(con)
 
@@ -129,12 +139,18 @@ def _pandas_type(kind: str) -> str:
 
 def insert(con: "duckdb.DuckDBPyConnection", table: str, frame: pd.DataFrame) -> None:
     """Append the rows of ``frame`` (typed by :func:`typed_frame`) to ``table``."""
+    import duckdb
+
     rows = typed_frame(frame, TABLES[table])
     con.register("_rows", rows)
     try:
         con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
-    finally:
-        con.unregister("_rows")
+    except BaseException:
+        # inside a failed transaction unregistering fails too: keep the first error
+        with contextlib.suppress(duckdb.Error):
+            con.unregister("_rows")
+        raise
+    con.unregister("_rows")
 
 
 def delete_campaign(con: "duckdb.DuckDBPyConnection", campaign: str) -> None:

@@ -8,9 +8,10 @@ Anything else is refused with one line naming the directory and the reason
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -36,13 +37,26 @@ class CampaignRefused(UserError):
 
 @dataclass(frozen=True)
 class Ingested:
-    """What ingesting one campaign did: ``added``, ``replaced`` (its contents changed) or
-    ``unchanged``."""
+    """What ingesting one campaign did: ``added``, ``replaced`` (its contents changed),
+    ``unchanged``, or ``duplicate`` (the same campaign id as ``duplicate_of``, a directory
+    named before in the same ingest: skipped)."""
 
     campaign: str
     directory: Path
     outcome: str
     attempts: int
+    duplicate_of: Path | None = None
+
+
+def is_database_file(path: Path) -> bool:
+    """A DuckDB file (``results/history.duckdb``, which ``history ingest results/*`` names):
+    skipped, not refused."""
+    return path.suffix == ".duckdb" and path.is_file()
+
+
+def campaign_id(meta: dict[str, Any], directory: Path) -> str:
+    """The campaign's id: ``campaign.json``'s ``campaign``, else the directory's name."""
+    return str(meta.get("campaign") or directory.name)
 
 
 def campaign_dirs(paths: Iterable[Path | str]) -> list[Path]:
@@ -80,7 +94,8 @@ def content_digest(directory: Path) -> str:
     their paths included: equal digests, equal campaign."""
     digest = hashlib.sha256()
     files = [directory / "campaign.json", *sorted(directory.glob("testbed-*.json")),
-             *sorted(p for p in iter_run_files(directory) if ".cache" not in p.parts)]
+             *sorted(p for p in iter_run_files(directory)
+                     if ".cache" not in p.relative_to(directory).parts)]
     for path in files:
         digest.update(str(path.relative_to(directory)).encode() + b"\0")
         digest.update(path.read_bytes())
@@ -183,7 +198,7 @@ def campaign_row(directory: Path, meta: dict[str, Any], frame: pd.DataFrame,
     versions = sorted({f"{e['name']} {e['version']}" for e in entries if e["version"]})
     commits = {str(e["name"]): e["commit"] for e in entries if e["commit"]}
     row = {
-        "campaign": meta["campaign"], "directory": str(directory.resolve()),
+        "campaign": campaign_id(meta, directory), "directory": str(directory.resolve()),
         "name": (meta.get("config") or {}).get("name"), "testbed": testbed or None,
         "started_at": meta.get("started_at"), "finished_at": meta.get("finished_at"),
         "status": meta.get("status"), "planned_runs": meta.get("planned_runs"),
@@ -221,7 +236,7 @@ def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
 
     frame = load_results(directory)
     check_complete(directory, meta, frame)
-    campaign = str(meta.get("campaign") or directory.name)
+    campaign = campaign_id(meta, directory)
     frame = frame.assign(signature=signature(frame), knobs=knobs_text(meta), campaign=campaign)
     implementations = implementation_rows(campaign, _testbed_meta(meta, directory))
     return Rows(campaign_row(directory, meta, frame, implementations, digest),
@@ -229,34 +244,55 @@ def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
 
 
 def write_rows(con: "duckdb.DuckDBPyConnection", batch: list[Rows]) -> None:
-    """Replace the campaigns of ``batch`` in one transaction."""
+    """Replace the campaigns of ``batch`` in one transaction; a database error rolls it back
+    and is a one-line :class:`UserError` naming the campaign directories."""
+    import duckdb
+
     if not batch:
         return
-    con.execute("BEGIN TRANSACTION")
     try:
-        for rows in batch:
-            store.delete_campaign(con, str(rows.campaigns["campaign"].iloc[0]))
-        for table in ("campaigns", "implementations", "attempts"):
-            parts = [store.typed_frame(getattr(r, table), store.TABLES[table]) for r in batch]
-            store.insert(con, table, pd.concat(parts, ignore_index=True))
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for rows in batch:
+                store.delete_campaign(con, str(rows.campaigns["campaign"].iloc[0]))
+            for table in ("campaigns", "implementations", "attempts"):
+                parts = [store.typed_frame(getattr(r, table), store.TABLES[table])
+                         for r in batch]
+                store.insert(con, table, pd.concat(parts, ignore_index=True))
+            con.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):  # keep the error that aborted it
+                con.execute("ROLLBACK")
+            raise
+    except duckdb.Error as exc:
+        dirs = [str(r.campaigns["directory"].iloc[0]) for r in batch]
+        where = dirs[0] if len(dirs) == 1 else f"{dirs[0]} (and {len(dirs) - 1} more " \
+            f"campaign(s) of its batch)"
+        raise UserError(f"{where}: not written to the history database: "
+                        f"{str(exc).splitlines()[0][:300]}") from None
 
 
 def ingest_campaign(con: "duckdb.DuckDBPyConnection", directory: Path,
-                    batch: list[Rows] | None = None) -> Ingested:
+                    batch: list[Rows] | None = None,
+                    seen: dict[str, Path] | None = None) -> Ingested:
     """Put one campaign into the database: ``unchanged`` when it holds the same contents
     already; CampaignRefused when the campaign is corrupt or partial. With ``batch`` the rows
-    are appended to it (for :func:`write_rows`) instead of written at once."""
+    are appended to it (for :func:`write_rows`) instead of written at once. ``seen``: the
+    campaign ids taken so far in this ingest and their directories; another directory of one
+    of them (a copy) is a ``duplicate``, skipped."""
     meta = read_meta(directory)
-    campaign = str(meta.get("campaign") or directory.name)
+    campaign = campaign_id(meta, directory)
+    if seen is not None and campaign in seen:
+        return Ingested(campaign, directory, "duplicate", 0, duplicate_of=seen[campaign])
     digest = content_digest(directory)
     stored = store.stored_digest(con, campaign)
     if stored == digest:
+        if seen is not None:
+            seen[campaign] = directory
         return Ingested(campaign, directory, "unchanged", 0)
     rows = campaign_rows(directory, meta, digest)
+    if seen is not None:
+        seen[campaign] = directory
     if batch is None:
         write_rows(con, [rows])
     else:
@@ -273,10 +309,12 @@ def known_directories(con: "duckdb.DuckDBPyConnection") -> list[Path]:
 
 @dataclass(frozen=True)
 class IngestReport:
-    """Every campaign ingested (or found unchanged) and one line per refused path."""
+    """Every campaign ingested (or found unchanged), one line per refused path and the paths
+    skipped (DuckDB files among the paths, e.g. ``results/*``)."""
 
     done: list[Ingested]
     refused: list[str]
+    skipped: list[Path] = field(default_factory=list)
 
 
 def ingest(db: Path | str, paths: Iterable[Path | str], *, rebuild: bool = False
@@ -284,38 +322,54 @@ def ingest(db: Path | str, paths: Iterable[Path | str], *, rebuild: bool = False
     """Ingest campaign directories (or results directories holding campaigns) into ``db``.
     ``rebuild``: empty the database first and read every campaign it held again, from its
     directory, together with ``paths``. A refused campaign does not stop the others."""
-    con = store.connect(db)
+    con = store.connect(db, rebuild=rebuild)
     try:
         targets = [*map(Path, paths)]
         if rebuild:
-            targets = [*known_directories(con), *targets]
+            targets = [*_old_directories(con), *targets]
             store.drop_tables(con)
         return _ingest_paths(con, targets)
     finally:
         con.close()
 
 
+def _old_directories(con: "duckdb.DuckDBPyConnection") -> list[Path]:
+    """:func:`known_directories` of a database that may be of another schema version, or
+    have no campaigns table (none then)."""
+    import duckdb
+
+    try:
+        return known_directories(con)
+    except duckdb.Error:
+        return []
+
+
 def _ingest_paths(con: "duckdb.DuckDBPyConnection", paths: list[Path]) -> IngestReport:
     done: list[Ingested] = []
     refused: list[str] = []
+    skipped: list[Path] = []
     batch: list[Rows] = []
-    for directory in _unique(paths, refused):
+    seen: dict[str, Path] = {}
+    for directory in _unique(paths, refused, skipped):
         try:
-            done.append(ingest_campaign(con, directory, batch))
+            done.append(ingest_campaign(con, directory, batch, seen))
         except CampaignRefused as exc:
             refused.append(str(exc))
         if len(batch) >= BATCH:
             write_rows(con, batch)
             batch.clear()
     write_rows(con, batch)
-    return IngestReport(done, refused)
+    return IngestReport(done, refused, skipped)
 
 
-def _unique(paths: list[Path], refused: list[str]) -> list[Path]:
+def _unique(paths: list[Path], refused: list[str], skipped: list[Path]) -> list[Path]:
     """The campaign directories of ``paths``, each once (a path that holds none: a line in
-    ``refused``)."""
+    ``refused``; a DuckDB file: in ``skipped``)."""
     seen: dict[Path, Path] = {}
     for path in paths:
+        if is_database_file(path):
+            skipped.append(path)
+            continue
         try:
             for directory in campaign_dirs([path]):
                 seen.setdefault(directory.resolve(), directory)
