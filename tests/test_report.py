@@ -427,7 +427,9 @@ def test_report_of_real_results(analysis_results: dict[str, Path],  # noqa: F811
     assert "warning" not in proc.stderr, proc.stderr
     html = (out / "report.html").read_text()
     assert_self_contained(html)
-    sections = html.split("<section ")[1:]
+    # `run` ingested the campaigns into history.duckdb beside them: the page leads with it
+    history, *sections = html.split("<section ")[1:]
+    assert history.startswith('id="history"') and "history.duckdb" in history
     assert len(sections) == 3
     by_name = {n: s for n, s in zip(("buffers", "interop", "pinning"), sections)}
     assert '__buffers"' in by_name["buffers"]  # <figure id="<campaign>__<view>">
