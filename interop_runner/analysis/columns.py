@@ -34,7 +34,7 @@ _FULL_NAMES: dict[str, dict[str, str]] = {role: {} for role in ROLES}
 # values joined with the host facts when a campaign's attempts are merged (link rate, cycles)
 _JOINED = ("server_qdisc_rate_mbps", "client_qdisc_rate_mbps", "server_cpu_s_per_gib",
            "client_cpu_s_per_gib")
-_READ_SIZE = 1 << 18
+_READ_SIZE = 1 << 16
 
 
 def read_text(path: str) -> str | None:
@@ -45,14 +45,16 @@ def read_text(path: str) -> str | None:
     except OSError:
         return None
     try:
-        chunks = []
-        while chunk := os.read(fd, _READ_SIZE):
-            chunks.append(chunk)
+        data = os.read(fd, _READ_SIZE)
+        if len(data) == _READ_SIZE:  # else that was all: result files are regular files
+            chunks = [data]
+            while chunk := os.read(fd, _READ_SIZE):
+                chunks.append(chunk)
+            data = b"".join(chunks)
     except OSError:
         return None
     finally:
         os.close(fd)
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return data.decode("utf-8", "replace")
