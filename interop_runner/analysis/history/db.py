@@ -8,6 +8,7 @@ The results directories stay the source of truth: every row comes from a campaig
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,7 +172,11 @@ def query(db: Path | str, sql: str, params: list[Any] | None = None) -> pd.DataF
     ``query(db, "SELECT server, median(goodput_mbps) FROM attempts GROUP BY server")``."""
     con = connect(db, read_only=True)
     try:
-        result: pd.DataFrame = con.execute(sql, params or []).df()
+        with warnings.catch_warnings():
+            # DuckDB's conversion calls DataFrame.drop(inplace=True), which pandas 3.1
+            # deprecates: the warning is about DuckDB's code, not this query
+            warnings.filterwarnings("ignore", message="The inplace keyword")
+            result: pd.DataFrame = con.execute(sql, params or []).df()
     finally:
         con.close()
     return result

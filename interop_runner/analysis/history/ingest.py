@@ -237,6 +237,8 @@ def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
     frame = load_results(directory)
     check_complete(directory, meta, frame)
     campaign = campaign_id(meta, directory)
+    # only what is stored: new columns on the loader's wide frame would copy it piecemeal
+    frame = frame[[c for c in store.ATTEMPT_COLUMNS if c in frame.columns]]
     frame = frame.assign(signature=signature(frame), knobs=knobs_text(meta), campaign=campaign)
     implementations = implementation_rows(campaign, _testbed_meta(meta, directory))
     return Rows(campaign_row(directory, meta, frame, implementations, digest),
