@@ -405,6 +405,52 @@ pairs: [{{server: quic-go, client: quic-go}}]
     assert_nodes_clean(local_testbed)
 
 
+def leave_scratch(node, name: str, owner: str, kept: bool = False) -> Path:
+    """The scratch directory a runner killed between processes leaves: its file and certs,
+    the owner file naming the node directory whose lease it held, and no journaled process."""
+    scratch = Path(node.tmpdir) / name
+    (scratch / "www").mkdir(parents=True)
+    (scratch / "www" / "goodput-4194304.bin").write_bytes(b"x" * 4096)
+    (scratch / ".qir-owner").write_text(owner + "\n")
+    if kept:
+        (scratch / ".qir-kept").touch()
+    return scratch
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_killed_runners_directories_are_removed_by_the_next_campaign(tmp_path,
+                                                                        local_testbed):
+    """A runner SIGKILLed while none of its processes ran leaves its scratch and run
+    directories and nothing in the process journal; the next campaign on the node (under
+    the same lease) removes them and says so. Kept (keep_files) scratch and that of another
+    node directory stay."""
+    server, client = local_testbed.nodes["server"], local_testbed.nodes["client"]
+    stale = [leave_scratch(n, "gone_20200101T000000Z", n.workdir) for n in (server, client)]
+    stale_run = Path(server.workdir) / "runs" / "gone_20200101T000000Z-2"
+    stale_run.mkdir(parents=True)
+    kept = leave_scratch(server, "kept_20200101T000000Z", server.workdir, kept=True)
+    foreign = leave_scratch(server, "other_20200101T000000Z", "/var/tmp/qir-b/server")
+    try:
+        cfg = campaign(tmp_path, """name: after-kill
+file_size: 4MiB
+repetitions: 1
+pairs: [{server: quic-go, client: quic-go}]
+""")
+        result = execute(cfg, tmp_path)
+        assert [r.status for r in result.records] == ["ok"]
+        assert not any(p.exists() for p in stale) and not stale_run.exists()
+        assert kept.is_dir() and foreign.is_dir()
+        said = json.loads((result.directory / "campaign.json").read_text())["killed_leftovers"]
+        assert sorted(said["server"]) == sorted(
+            f"removed {p} (left by a runner that did not end cleanly)"
+            for p in (stale[0], stale_run))
+        assert said["client"] == [f"removed {stale[1]} (left by a runner that did not end "
+                                  "cleanly)"]
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(kept), str(foreign)], check=True)
+    assert_nodes_clean(local_testbed)
+
+
 @pytest.mark.usefixtures("local_testbed")
 def test_the_results_cache_is_complete_when_the_campaign_ends(tmp_path):
     """Each stored record is parsed while the campaign runs (run.py's LiveCache on the

@@ -278,6 +278,7 @@ class Campaign:
             nodes.append(self.connect(name, cfg, doc.campaign, timeout))
         for node in nodes:
             node.take_lease()
+            node.claim_scratch()
         _record_trusted_keys(doc, nodes, self.trusted_before.get(self.testbed.name))
         return nodes[0], nodes[1]
 

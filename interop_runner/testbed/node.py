@@ -60,6 +60,31 @@ def ssh_target(cfg: SSHConfig) -> SSHTarget:
     )
 
 
+# A campaign's scratch directory names the node directory (whose lease the campaign holds) in
+# this file: only such directories are ever removed as stale; one kept on purpose
+# (keep_files) holds the second file and stays.
+OWNER_FILE = ".qir-owner"
+KEPT_MARKER = ".qir-kept"
+
+# $1 own campaign id, $2 owner (the workdir), $3 tmpdir, $4 workdir/runs. Only names shaped
+# like campaign ids (<name>_<UTC stamp>[-k]) are touched; prints each removed path.
+_STALE_DIRS = r"""
+own=$1 owner=$2 stamp='_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z'
+stale() {
+  [ -d "$1" ] && [ ! -L "$1" ] && [ "${1##*/}" != "$own" ] || return 1
+  case "${1##*/}" in *$stamp|*$stamp-*) return 0 ;; *) return 1 ;; esac
+}
+for dir in "$3"/*; do
+  stale "$dir" && [ ! -e "$dir/.qir-kept" ] || continue
+  [ "$(cat "$dir/.qir-owner" 2>/dev/null)" = "$owner" ] || continue
+  rm -rf -- "$dir" && printf '%s\n' "$dir"
+done
+for dir in "$4"/*; do
+  stale "$dir" || continue
+  rm -rf -- "$dir" && printf '%s\n' "$dir"
+done
+"""
+
 @dataclass
 class Node:
     """One node of the testbed during a campaign."""
@@ -306,11 +331,33 @@ class Node:
                  for p in (f"{self.cfg.tmpdir}/{tag}", f"{self.cfg.workdir}/runs/{tag}")]
         if paths:
             self.run(["rm", "-rf", "--", *paths])
-        return [f"killed process group {pg} (campaign {tag})" for pg, tag in killed]
+        done = [f"killed process group {pg} (campaign {tag})" for pg, tag in killed]
+        return done + self._remove_stale_dirs()
+
+    def _remove_stale_dirs(self) -> list[str]:
+        """Remove the scratch and run directories of campaigns whose runner died without
+        cleaning up (SIGKILL, a crash, a power cut), also when none of their processes was
+        left running. Called under this node's lease, so no other runner owns them; a
+        scratch directory kept on purpose (``keep_files``) carries a marker and stays."""
+        res = self.run(["sh", "-c", _STALE_DIRS, "stale", self.campaign_id, self.cfg.workdir,
+                        self.cfg.tmpdir, f"{self.cfg.workdir}/runs"], check=False)
+        return [f"removed {path} (left by a runner that did not end cleanly)"
+                for path in res.stdout.splitlines() if path.strip()]
+
+    def claim_scratch(self) -> None:
+        """Create this campaign's scratch directory, naming the node directory whose lease
+        the campaign holds (what lets a later campaign remove it if this runner dies)."""
+        self.run(["mkdir", "-p", self.scratch])
+        self.executor.write_bytes(f"{self.scratch}/{OWNER_FILE}",
+                                  f"{self.cfg.workdir}\n".encode())
 
     def cleanup(self, keep_files: bool) -> None:
-        """Remove this campaign's scratch files (unless kept) and run directories."""
+        """Remove this campaign's scratch files (unless kept: then marked as kept) and run
+        directories."""
         paths = [self.runs_dir] + ([] if keep_files else [self.scratch])
+        if keep_files:
+            self.run(["sh", "-c", '[ ! -d "$0" ] || : > "$0/$1"', self.scratch, KEPT_MARKER],
+                     check=False)
         try:
             self.run(["rm", "-rf", "--", *paths])
             # Directories the campaign created stay only if something else lives in them.
