@@ -9,7 +9,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
           coreutils b3sum openssl python3 python3-venv git shellcheck ca-certificates
           sysstat linux-perf tcpdump ifstat hwloc-nox zstd iptables iputils-ping
-          chromium chromium-driver fonts-dejavu-core docker.io mmdebstrap busybox-static)
+          chromium chromium-driver fonts-dejavu-core docker.io mmdebstrap busybox-static
+          gcc libc6-dev python3-dev)  # the last three: the parsers' compiled loops (setup.py)
 GO_MIN_MINOR=26
 
 log() { printf '[install] %s\n' "$*" >&2; }
@@ -67,7 +68,8 @@ if [[ ! -x $ROOT/.venv/bin/python ]]; then
   python3 -m venv "$ROOT/.venv"
 fi
 "$ROOT/.venv/bin/pip" install -q -r "$ROOT/requirements.txt"
-"$ROOT/.venv/bin/pip" install -q --no-deps --no-build-isolation -e "$ROOT"  # the `qir` command
+# the `qir` command, and the parsers' compiled loops (interop_runner/parsers/_speedups.c)
+"$ROOT/.venv/bin/pip" install -q --no-deps --no-build-isolation -e "$ROOT"
 # the Jupyter kernel the notebooks (and their tests) run in: the venv's own python3
 if [[ ! -e $ROOT/.venv/share/jupyter/kernels/python3/kernel.json ]]; then
   "$ROOT/.venv/bin/python" -m ipykernel install --sys-prefix >/dev/null

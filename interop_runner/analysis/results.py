@@ -195,6 +195,7 @@ def _code_version() -> str:
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
     for path in sorted([*package.glob("analysis/**/*.py"), *package.glob("parsers/*.py"),
+                        *package.glob("parsers/*.c"),
                         *package.glob("monitors/*.py"), *package.glob("storage/*.py")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

@@ -30,6 +30,8 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
+from interop_runner.parsers import compiled
+
 __all__ = ["Aligned", "AlignedCache", "DeltaReader", "Deltas", "Layout", "LayoutCache",
            "NamesMemo", "NotThisLayout", "changed_units"]
 
@@ -228,6 +230,20 @@ class AlignedCache:
         candidates = self._by_length.get(len(after))
         if not candidates or not after.isascii():
             return None, None
+        fits, changed_lines = compiled.aligned_fits, compiled.aligned_changed_lines
+        if fits is None or changed_lines is None:
+            return self._changes(candidates, before, after)
+        for ref in list(candidates):
+            if fits(ref.array, ref.fixed, after, self.digits):
+                if ref is not candidates[0]:
+                    self._remember(ref)
+                return ref, changed_lines(ref.array, ref.fixed, ref.newlines, after, before,
+                                         self.digits)
+        return None, None
+
+    def _changes(self, candidates: list[Aligned], before: str, after: str
+                 ) -> tuple[Aligned | None, list[int] | None]:
+        """:meth:`changes` with numpy (the reference of the compiled loops)."""
         new = np.frombuffer(after.encode("ascii"), np.uint8)
         for ref in list(candidates):
             if ref.fits(new):

@@ -20,6 +20,7 @@ from interop_runner.parsers.common import (
     excerpt,
     parse_tool_date,
 )
+from interop_runner.parsers import compiled
 
 __all__ = [
     "PidstatSample",
@@ -489,8 +490,7 @@ def pidstat_cpu_summary(
     through the full parser. A sample belongs to the window when its end lies in
     ``[start_s, end_s + 1]`` (the last interval may end up to 1 s after the transfer).
     """
-    lines = text.split("\n")
-    header = next((ln.split() for ln in lines if ln.startswith("# Time")), None)
+    header = _runner_header(text)
     if header is None or "TGID" not in header or "TID" not in header or "%CPU" not in header:
         samples = parse_pidstat(text)
         threads: dict[int, list[float]] = {}
@@ -505,10 +505,35 @@ def pidstat_cpu_summary(
     tid_i, cpu_i = header.index("TID") - 1, header.index("%CPU") - 1
     lo = float("-inf") if start_s is None else start_s
     hi = float("inf") if end_s is None else end_s + 1
+    shares = None if compiled.pidstat_shares is None else \
+        compiled.pidstat_shares(text, ncols, tid_i, cpu_i, lo, hi)
+    per_interval, per_thread = shares or _pidstat_shares(text, ncols, tid_i, cpu_i, lo, hi)
+    mean = sum(per_interval.values()) / len(per_interval) if per_interval else None
+    top = max((sum(v) / len(v) for v in per_thread.values()), default=None)
+    return mean, top
+
+
+def _runner_header(text: str) -> list[str] | None:
+    """The tokens of the first line that begins with "# Time"."""
+    if text.startswith("# Time"):
+        at = 0
+    else:
+        at = text.find("\n# Time") + 1
+        if not at:
+            return None
+    end = text.find("\n", at)
+    return text[at:end if end >= 0 else len(text)].split()
+
+
+def _pidstat_shares(text: str, ncols: int, tid_i: int, cpu_i: int, lo: float, hi: float
+                    ) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """The loop of :func:`pidstat_cpu_summary`'s fast path: per time, the process rows'
+    shares added up; per thread, its shares (:mod:`interop_runner.parsers.compiled` has this
+    loop compiled, for ASCII text)."""
     per_interval: dict[str, float] = {}
     per_thread: dict[str, list[float]] = {}
     floats = FLOATS  # the same stamps and shares recur on many lines
-    for line in lines:
+    for line in text.split("\n"):
         if not line or line[0] in "#L":
             continue
         tokens = line.split()
@@ -529,6 +554,4 @@ def pidstat_cpu_summary(
             per_thread[tid] = [cpu]
         else:
             shares.append(cpu)
-    mean = sum(per_interval.values()) / len(per_interval) if per_interval else None
-    top = max((sum(v) / len(v) for v in per_thread.values()), default=None)
-    return mean, top
+    return per_interval, per_thread
