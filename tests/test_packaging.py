@@ -38,9 +38,11 @@ def source_subpackages() -> set[str]:
 
 
 def source_data_files() -> set[str]:
-    """Files of the package that are not Python modules (read at run time, e.g. perf_rules.yml)."""
+    """Files of the package that are not Python modules (read at run time, e.g. perf_rules.yml,
+    or the compiled parsers' extension; not the C source it is built from)."""
     return {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*")
-            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
+            if p.is_file() and p.suffix not in (".py", ".pyc", ".c")
+            and "__pycache__" not in p.parts}
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +51,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     its source tree, which must not be the checkout)."""
     src = tmp_path_factory.mktemp("src")
     shutil.copytree(PACKAGE, src / "interop_runner",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("pyproject.toml", "README.md"):
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, src / name)
     out = tmp_path_factory.mktemp("wheel")
     pip("wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out), str(src), cwd=src)
@@ -69,6 +71,9 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_holds_every_subpackage_and_data_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "interop_runner/parsers/perf_rules.yml" in names
+    # the parsers' compiled loops, built with the wheel (setup.py)
+    assert any(n.startswith("interop_runner/parsers/_speedups.") and n.endswith(".so")
+               for n in names)
     assert source_data_files() <= names, source_data_files() - names
     packages = {n.rsplit("/", 1)[0] for n in names if n.endswith("/__init__.py")}
     assert source_subpackages() <= packages, source_subpackages() - packages
