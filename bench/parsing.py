@@ -132,8 +132,20 @@ def _compare(old_pickle: Path, new_pickle: Path) -> dict[str, Any]:
         identical = True
     except AssertionError:
         identical = False
+    differing = [c for c in old.columns if c in new.columns and not _same_column(old[c], new[c])]
     return {"identical_on_common_columns": identical, "columns_only_in_new": only_new,
-            "columns_only_in_old": only_old}
+            "columns_only_in_old": only_old, "common_columns_that_differ": differing}
+
+
+def _same_column(old: Any, new: Any) -> bool:
+    """Equal dtype and values (NA where the other is NA)."""
+    import pandas as pd
+
+    try:
+        pd.testing.assert_series_equal(old, new, check_exact=True)
+    except AssertionError:
+        return False
+    return True
 
 
 def _side_by_side(args: argparse.Namespace, campaign: Path, old_root: Path, scratch: Path
