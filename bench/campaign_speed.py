@@ -63,7 +63,8 @@ def run_once(config: Path, results: Path) -> dict[str, Any]:
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         raise SystemExit(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    camp = max(results.iterdir(), key=lambda p: p.stat().st_mtime)
+    # the newest campaign directory (run also writes history.duckdb beside them)
+    camp = max((p for p in results.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
     records = [read_run(p) for p in iter_run_files(camp)]
     ok = [r for r in records if r["status"] == "ok"]
     first = min(r["start_ns"] for r in ok)
