@@ -66,24 +66,29 @@ def ssh_target(cfg: SSHConfig) -> SSHTarget:
 OWNER_FILE = ".qir-owner"
 KEPT_MARKER = ".qir-kept"
 
-# $1 own campaign id, $2 owner (the workdir), $3 tmpdir, $4 workdir/runs. Only names shaped
-# like campaign ids (<name>_<UTC stamp>[-k]) are touched; prints each removed path.
+# $1 own campaign id, $2 owner (the workdir), $3 owner file, $4 kept marker, $5 tmpdir,
+# $6 workdir/runs. Only names shaped like campaign ids (<name>_<UTC stamp>[-k]) are touched;
+# prints each removed path.
 _STALE_DIRS = r"""
-own=$1 owner=$2 stamp='_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z'
+own=$1 owner=$2 owner_file=$3 kept=$4
+stamp='_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z'
 stale() {
   [ -d "$1" ] && [ ! -L "$1" ] && [ "${1##*/}" != "$own" ] || return 1
   case "${1##*/}" in *$stamp|*$stamp-*) return 0 ;; *) return 1 ;; esac
 }
-for dir in "$3"/*; do
-  stale "$dir" && [ ! -e "$dir/.qir-kept" ] || continue
-  [ "$(cat "$dir/.qir-owner" 2>/dev/null)" = "$owner" ] || continue
+for dir in "$5"/*; do
+  stale "$dir" && [ ! -e "$dir/$kept" ] || continue
+  [ "$(cat "$dir/$owner_file" 2>/dev/null)" = "$owner" ] || continue
   rm -rf -- "$dir" && printf '%s\n' "$dir"
 done
-for dir in "$4"/*; do
+for dir in "$6"/*; do
   stale "$dir" || continue
   rm -rf -- "$dir" && printf '%s\n' "$dir"
 done
 """
+
+# $0 the scratch directory, $1 the owner file's name, $2 its content (the workdir)
+_CLAIM_SCRATCH = 'mkdir -p "$0" && printf \'%s\\n\' "$2" > "$0/$1"'
 
 @dataclass
 class Node:
@@ -340,16 +345,15 @@ class Node:
         left running. Called under this node's lease, so no other runner owns them; a
         scratch directory kept on purpose (``keep_files``) carries a marker and stays."""
         res = self.run(["sh", "-c", _STALE_DIRS, "stale", self.campaign_id, self.cfg.workdir,
-                        self.cfg.tmpdir, f"{self.cfg.workdir}/runs"], check=False)
+                        OWNER_FILE, KEPT_MARKER, self.cfg.tmpdir, f"{self.cfg.workdir}/runs"],
+                       check=False)
         return [f"removed {path} (left by a runner that did not end cleanly)"
                 for path in res.stdout.splitlines() if path.strip()]
 
     def claim_scratch(self) -> None:
         """Create this campaign's scratch directory, naming the node directory whose lease
         the campaign holds (what lets a later campaign remove it if this runner dies)."""
-        self.run(["mkdir", "-p", self.scratch])
-        self.executor.write_bytes(f"{self.scratch}/{OWNER_FILE}",
-                                  f"{self.cfg.workdir}\n".encode())
+        self.run(["sh", "-c", _CLAIM_SCRATCH, self.scratch, OWNER_FILE, self.cfg.workdir])
 
     def cleanup(self, keep_files: bool) -> None:
         """Remove this campaign's scratch files (unless kept: then marked as kept) and run
