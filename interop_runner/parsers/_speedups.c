@@ -102,47 +102,12 @@ static Py_ssize_t tokens_of(const char *text, Py_ssize_t begin, Py_ssize_t end,
     return count;
 }
 
-/* The str objects of tokens seen before (thread ids and times recur on many lines): a
- * token's str is made once. */
-typedef struct {
-    Py_ssize_t count;
-    const char *text[64];
-    Py_ssize_t len[64];
-    PyObject *str[64];
-} Keys;
-
-/* A new reference to the str of token [start, stop) of `text`. */
-static PyObject *key_of(Keys *keys, const char *text, Py_ssize_t start, Py_ssize_t stop) {
-    Py_ssize_t len = stop - start;
-    for (Py_ssize_t i = keys->count - 1; i >= 0; i--) {
-        if (keys->len[i] == len && memcmp(keys->text[i], text + start, (size_t)len) == 0) {
-            Py_INCREF(keys->str[i]);
-            return keys->str[i];
-        }
-    }
-    PyObject *str = PyUnicode_DecodeASCII(text + start, len, NULL);
-    if (str != NULL && keys->count < 64) {
-        Py_INCREF(str);
-        keys->text[keys->count] = text + start;
-        keys->len[keys->count] = len;
-        keys->str[keys->count++] = str;
-    }
-    return str;
-}
-
-static void forget_keys(Keys *keys) {
-    for (Py_ssize_t i = 0; i < keys->count; i++)
-        Py_DECREF(keys->str[i]);
-    keys->count = 0;
-}
-
 /* Add `share` to per_interval[stamp] (0.0 first) or append it to per_thread[tid]. */
-static int add_share(PyObject *per_interval, PyObject *per_thread, Keys *keys,
-                     const char *text, Py_ssize_t *starts, Py_ssize_t *stops,
-                     Py_ssize_t tid_i, double share) {
+static int add_share(PyObject *per_interval, PyObject *per_thread, const char *text,
+                     Py_ssize_t *starts, Py_ssize_t *stops, Py_ssize_t tid_i, double share) {
     int process = stops[tid_i] - starts[tid_i] == 1 && text[starts[tid_i]] == '-';
     Py_ssize_t k = process ? 0 : tid_i;
-    PyObject *key = key_of(keys, text, starts[k], stops[k]);
+    PyObject *key = PyUnicode_DecodeASCII(text + starts[k], stops[k] - starts[k], NULL);
     if (key == NULL)
         return -1;
     int failed;
@@ -178,7 +143,7 @@ static int add_share(PyObject *per_interval, PyObject *per_thread, Keys *keys,
 /* The share rows of one line (see pidstat_shares); -1 on an error of Python's. */
 static int pidstat_line(const char *text, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t ncols,
                         Py_ssize_t tid_i, Py_ssize_t cpu_i, double lo, double hi,
-                        PyObject *per_interval, PyObject *per_thread, Keys *keys) {
+                        PyObject *per_interval, PyObject *per_thread) {
     Py_ssize_t starts[64], stops[64];
     if (begin == end || text[begin] == '#' || text[begin] == 'L')
         return 0;
@@ -191,7 +156,7 @@ static int pidstat_line(const char *text, Py_ssize_t begin, Py_ssize_t end, Py_s
     double share = to_float(text + starts[cpu_i], stops[cpu_i] - starts[cpu_i], &ok);
     if (!ok || stamp < lo || stamp > hi)
         return 0;
-    return add_share(per_interval, per_thread, keys, text, starts, stops, tid_i, share);
+    return add_share(per_interval, per_thread, text, starts, stops, tid_i, share);
 }
 
 PyDoc_STRVAR(pidstat_shares_doc,
@@ -215,7 +180,6 @@ static PyObject *pidstat_shares(PyObject *self, PyObject *args) {
         Py_RETURN_NONE;
     const char *text = (const char *)PyUnicode_DATA(source);
     Py_ssize_t size = PyUnicode_GET_LENGTH(source);
-    Keys keys = {0};
     PyObject *per_interval = PyDict_New(), *per_thread = PyDict_New();
     if (per_interval == NULL || per_thread == NULL)
         goto error;
@@ -223,14 +187,12 @@ static PyObject *pidstat_shares(PyObject *self, PyObject *args) {
         const char *newline = memchr(text + begin, '\n', (size_t)(size - begin));
         Py_ssize_t end = newline ? newline - text : size;
         if (pidstat_line(text, begin, end, ncols, tid_i, cpu_i, lo, hi, per_interval,
-                         per_thread, &keys) < 0)
+                         per_thread) < 0)
             goto error;
         begin = end + 1;
     }
-    forget_keys(&keys);
     return Py_BuildValue("(NN)", per_interval, per_thread);
 error:
-    forget_keys(&keys);
     Py_XDECREF(per_interval);
     Py_XDECREF(per_thread);
     return NULL;
