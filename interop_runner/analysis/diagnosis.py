@@ -81,17 +81,21 @@ def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
     return "undetermined", "no rule fired (or the data was not collected)"
 
 
-INPUTS = {"status", "goodput_mbps", "link_rate_mbps", "server_cpu_pct", "client_cpu_pct",
-           *(f"{role}_{name}" for role in ("server", "client")
-             for name in ("udp_rcvbuf_errors", "udp_in_datagrams", "max_core_busy_pct",
-                          "cores_busy_pct"))}
+_INPUTS = {"status", "goodput_mbps", "link_rate_mbps", "server_cpu_pct", "client_cpu_pct",
+            *(f"{role}_{name}" for role in ("server", "client")
+              for name in ("udp_rcvbuf_errors", "udp_in_datagrams", "max_core_busy_pct",
+                           "cores_busy_pct"))}
+
+
+def rule_inputs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns of ``frame`` that the bottleneck rules read."""
+    return frame[[c for c in frame.columns if c in _INPUTS]]
 
 
 def bottleneck_columns(inputs: pd.DataFrame) -> pd.DataFrame:
     """``bottleneck`` (category) and ``bottleneck_reason`` of each row of ``inputs`` (a
     results frame, or any frame with the columns the rules read), on its index."""
-    needed = [c for c in inputs.columns if c in INPUTS]
-    labels = [diagnose(row) for row in inputs[needed].to_dict("records")]
+    labels = [diagnose(row) for row in rule_inputs(inputs).to_dict("records")]
     return pd.DataFrame({
         "bottleneck": pd.Categorical([lab for lab, _ in labels], categories=list(LABELS)),
         "bottleneck_reason": pd.array([why for _, why in labels], dtype="string"),

@@ -17,8 +17,7 @@ import pandas as pd
 from interop_runner.analysis.columns import (joined_values, link_rate_mbps, monitor_segments,
                                              requested_monitors)
 from interop_runner.analysis.cpu_cost import NAMES as CYCLES_COLUMNS, cycles_per_byte
-from interop_runner.analysis.diagnosis import INPUTS as DIAGNOSIS_INPUTS
-from interop_runner.analysis.diagnosis import bottleneck_columns
+from interop_runner.analysis.diagnosis import bottleneck_columns, rule_inputs
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
 from interop_runner.analysis.frame import (BASE_KEYS, COLUMNS, Chunk, NumericRows, Segment,
                                            base_overlap, pooled_chunks)
@@ -166,15 +165,10 @@ def results_frame(rows: list[tuple[Any, ...]], numeric: list[str], matrix: np.nd
     values = pd.DataFrame(matrix, columns=numeric)
     # labelled from the few columns the rules read, so that the wide frame is put together
     # once (adding columns to it would copy it)
-    labels = bottleneck_columns(pd.concat([_rule_inputs(base), _rule_inputs(values)], axis=1))
+    labels = bottleneck_columns(pd.concat([rule_inputs(base), rule_inputs(values)], axis=1))
     frame = pd.concat([base, values, labels] if numeric else [base, labels], axis=1)
     return frame.sort_values(["campaign", "server", "client", "repetition", "attempt"],
                              ignore_index=True)
-
-
-def _rule_inputs(frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns of ``frame`` that the bottleneck rules read."""
-    return frame[[c for c in frame.columns if c in DIAGNOSIS_INPUTS]]
 
 
 def _typed(name: str, values: tuple[Any, ...]) -> Any:
