@@ -131,6 +131,31 @@ def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
     return killed
 
 
+def stop_sshd(namespace: str, deadline_s: float = 15.0) -> None:
+    """Stop a node's whole sshd, as if it had crashed: the listener first, so that it accepts
+    no new connection, then every session process, scanning again until none is left.
+
+    One scan is not enough: a connection the listener accepted between the scan and its
+    signal has a process of its own that would keep serving (the runner reconnects within
+    milliseconds of its session dying, so that race was seen on CI).
+    """
+    from interop_runner.testbed import local
+
+    node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
+    listener = local._sshd_pid(node)
+    if listener is not None:
+        os.kill(listener, signal.SIGKILL)
+    deadline = time.monotonic() + deadline_s
+    while left := sshd_processes(namespace):
+        assert time.monotonic() < deadline, f"sshd processes survived in {namespace}: {left}"
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.02)  # poll interval (bounded by the deadline above)
+
+
 def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
     """Processes in the namespace other than sshd (listener and session processes) and the
     node's Docker Engine (dockerd and its containerd)."""

@@ -30,7 +30,7 @@ from interop_runner.measure.attempt import Attempt
 from interop_runner.storage.store import iter_run_files, read_run
 from interop_runner.testbed import local
 
-from .conftest import (campaign_dirs, ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, sshd_processes,
+from .conftest import (campaign_dirs, ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, stop_sshd,
                        stray_processes, write)
 from .reliability import DOC, Collector, Row
 from .test_campaign import default_sigint, run_cli
@@ -292,14 +292,6 @@ def test_client_hangs_until_timeout(tmp_path, reliability):
 
 
 # -- the management connection -----------------------------------------------------------------
-def kill_pids(pids: list[int], sig: int = signal.SIGTERM) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
 def count_reconnects(monkeypatch) -> dict[str, int]:
     """Count SSHExecutor reconnections that succeeded, per node."""
     counts: dict[str, int] = {}
@@ -319,12 +311,12 @@ def test_sshd_stopped_mid_transfer_reconnects(tmp_path, reliability, monkeypatch
     cfg = fault_config(tmp_path, "f-sshd-restart")
     counts = count_reconnects(monkeypatch)
 
-    def stop_sshd(pid: int) -> None:
-        kill_pids(sshd_processes("qir-client"))
+    def stop_sshd_for_3_s(pid: int) -> None:
+        stop_sshd("qir-client")
         time.sleep(3)  # the scenario: the node's sshd is away for 3 s
         local.up()  # starts the node's sshd again
 
-    inj = start_injector("qir-client", CLIENT_BIN, 2, stop_sshd)
+    inj = start_injector("qir-client", CLIENT_BIN, 2, stop_sshd_for_3_s)
     camp = execute(cfg, tmp_path)
     inj.check()
     rec = the_record(camp, 2)
@@ -342,7 +334,7 @@ def test_sshd_stopped_for_good_is_one_line_error(tmp_path, reliability):
     before = host_state()
     cfg = fault_config(tmp_path, "f-sshd-gone")
     inj = start_injector("qir-client", CLIENT_BIN, 2,
-                         lambda pid: kill_pids(sshd_processes("qir-client")))
+                         lambda pid: stop_sshd("qir-client"))
     try:
         proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
                        "--no-progress", timeout=180)
