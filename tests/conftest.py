@@ -113,13 +113,18 @@ def sshd_processes(namespace: str) -> list[int]:
     return out
 
 
-def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
-    """Signal the SSH sessions (not the listener) of a node, so that its connections drop;
-    the number of processes signalled."""
+def sshd_listener(namespace: str) -> int | None:
+    """PID of the sshd listener of the testbed node in ``namespace`` (None: not running)."""
     from interop_runner.testbed import local
 
     node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
-    listener = local._sshd_pid(node)
+    return local._sshd_pid(node)
+
+
+def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
+    """Signal the SSH sessions (not the listener) of a node, so that its connections drop;
+    the number of processes signalled."""
+    listener = sshd_listener(namespace)
     killed = 0
     for pid in sshd_processes(namespace):
         if pid != listener:
@@ -131,7 +136,7 @@ def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:
     return killed
 
 
-def stop_sshd(namespace: str, deadline_s: float = 15.0) -> None:
+def stop_sshd(namespace: str) -> None:
     """Stop a node's whole sshd, as if it had crashed: the listener first, so that it accepts
     no new connection, then every session process, scanning again until none is left.
 
@@ -139,32 +144,19 @@ def stop_sshd(namespace: str, deadline_s: float = 15.0) -> None:
     signal has a process of its own that would keep serving (the runner reconnects within
     milliseconds of its session dying, so that race was seen on CI).
     """
-    from interop_runner.testbed import local
-
-    node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
-    listener = local._sshd_pid(node)
+    listener = sshd_listener(namespace)
     if listener is not None:
         os.kill(listener, signal.SIGKILL)
-    deadline = time.monotonic() + deadline_s
-    while left := sshd_processes(namespace):
-        assert time.monotonic() < deadline, f"sshd processes survived in {namespace}: {left}"
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.02)  # poll interval (bounded by the deadline above)
+    wait_until(lambda: kill_ssh_sessions(namespace) == 0 and not sshd_processes(namespace),
+               timeout=15, interval=0.02, what=f"no sshd process left in {namespace}")
 
 
 def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
     """Processes in the namespace other than sshd (listener and session processes) and the
     node's Docker Engine (dockerd and its containerd)."""
-    from interop_runner.testbed import local
-
-    node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
     deadline = time.monotonic() + settle_s
     while True:
-        sshd = local._sshd_pid(node)
+        sshd = sshd_listener(namespace)
         others = []
         for pid in namespace_pids(namespace) - {sshd}:
             try:
