@@ -171,7 +171,7 @@ class Aligned:
     def __init__(self, layout: Layout[Any], text: str, offsets: list[int],
                  digits: bool) -> None:
         self.layout = layout
-        self.array = np.frombuffer(text.encode("ascii"), np.uint8)
+        self.array = _ascii_bytes(text)
         self.newlines = np.flatnonzero(self.array == 10)
         begins = np.concatenate(([0], self.newlines + 1)) + np.array(offsets, dtype=np.intp)
         ends = np.append(self.newlines, len(text))
@@ -211,6 +211,27 @@ class Aligned:
             return None
         return list(dict.fromkeys(np.searchsorted(self.newlines, where).tolist()))
 
+    def fits_text(self, new: str) -> bool:
+        """:meth:`fits` on an ASCII text of this length (with the compiled loop if built)."""
+        if compiled.aligned_fits is not None:
+            return bool(compiled.aligned_fits(self.array, self.fixed, new, self.digits))
+        return self.fits(_ascii_bytes(new))
+
+    def changed_lines_text(self, new: str, old: str) -> list[int] | None:
+        """:meth:`changed_lines` on texts (``new`` fits); ``None`` also when ``old`` is not
+        ASCII of the same length."""
+        if compiled.aligned_changed_lines is not None:
+            return compiled.aligned_changed_lines(self.array, self.fixed, self.newlines, new,
+                                                  old, self.digits)
+        if len(old) != len(new) or not old.isascii():
+            return None
+        return self.changed_lines(_ascii_bytes(new), _ascii_bytes(old))
+
+
+def _ascii_bytes(text: str) -> np.ndarray:
+    """The bytes of an ASCII text, as an array."""
+    return np.frombuffer(text.encode("ascii"), np.uint8)
+
 
 class AlignedCache:
     """References (:class:`Aligned`) of one parser's layouts, a few per text length (for
@@ -230,29 +251,11 @@ class AlignedCache:
         candidates = self._by_length.get(len(after))
         if not candidates or not after.isascii():
             return None, None
-        fits, changed_lines = compiled.aligned_fits, compiled.aligned_changed_lines
-        if fits is None or changed_lines is None:
-            return self._changes(candidates, before, after)
         for ref in list(candidates):
-            if fits(ref.array, ref.fixed, after, self.digits):
+            if ref.fits_text(after):
                 if ref is not candidates[0]:
                     self._remember(ref)
-                return ref, changed_lines(ref.array, ref.fixed, ref.newlines, after, before,
-                                         self.digits)
-        return None, None
-
-    def _changes(self, candidates: list[Aligned], before: str, after: str
-                 ) -> tuple[Aligned | None, list[int] | None]:
-        """:meth:`changes` with numpy (the reference of the compiled loops)."""
-        new = np.frombuffer(after.encode("ascii"), np.uint8)
-        for ref in list(candidates):
-            if ref.fits(new):
-                if ref is not candidates[0]:
-                    self._remember(ref)
-                if len(before) != len(after) or not before.isascii():
-                    return ref, None
-                return ref, ref.changed_lines(new, np.frombuffer(before.encode("ascii"),
-                                                                 np.uint8))
+                return ref, ref.changed_lines_text(after, before)
         return None, None
 
     def add(self, layout: Layout[K], text: str, lines: list[str],
