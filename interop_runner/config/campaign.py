@@ -235,6 +235,12 @@ class CampaignConfig(_Strict):
     def _has_pairs(self) -> "CampaignConfig":
         if self.pairs is None and (not self.servers or not self.clients):
             raise ValueError("give `servers` and `clients`, or `pairs`")
+        if self.pairs is not None and (self.servers or self.clients):
+            # both would silently drop one of them: the user meant one
+            both = "`servers`" if self.servers else "`clients`"
+            raise ValueError(f"`pairs` and {both} are both given: give `pairs`, or "
+                             "`servers` and `clients` (their cross product), not both")
+        _refuse_repeated(self)
         if (self.testbed is None) == (not self.testbeds):
             raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
         return self
@@ -278,6 +284,24 @@ def _loc(loc: tuple[Any, ...]) -> str:
         else:
             out += ("." if out else "") + str(part)
     return out or "(top level)"
+
+
+def _refuse_repeated(cfg: "CampaignConfig") -> None:
+    """A pair (or a server or client of the cross product) listed twice would be measured
+    twice as one pair; refuse it rather than guess: ``repetitions`` says how often."""
+    for key in ("servers", "clients"):
+        names: list[str] = getattr(cfg, key)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"`{key}` lists {', '.join(twice)} more than once; list each "
+                             "once (`repetitions` sets how often a pair is measured)")
+    first: dict[tuple[str, str], int] = {}
+    for i, pair in enumerate(cfg.pairs or []):
+        j = first.setdefault((pair.server, pair.client), i)
+        if j != i:
+            raise ValueError(f"pairs[{j}] and pairs[{i}] are the same pair ({pair.server} -> "
+                             f"{pair.client}); list it once (`repetitions` sets how often it "
+                             "is measured)")
 
 
 def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) -> list[str]:
