@@ -191,3 +191,11 @@ def scratch_leftovers(tmpdir: str | Path) -> list[str]:
                 n.startswith("random-") and n.endswith((".bin", ".json")) for n in names):
             left += [f"files/{n}" for n in names]
     return left
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the namespace testbed (directly or through another fixture) is
+    marked ``testbed``, so ``pytest -m "not testbed"`` runs the rest anywhere, without root."""
+    for item in items:
+        if "local_testbed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.testbed)
