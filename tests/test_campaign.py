@@ -453,12 +453,13 @@ pairs: [{server: quic-go, client: quic-go}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_the_results_cache_is_complete_when_the_campaign_ends(tmp_path):
-    """Each stored record is parsed while the campaign runs (run.py's LiveCache on the
-    campaign's on_stored hook); at the end the cache is written, and the first load reads it
+    """Each stored record is parsed while the campaign runs (LiveCache on the campaign's
+    on_stored hook); at the end the cache is written, and the first load reads it
     and gets what a cold parse gives."""
     import pandas as pd
 
-    from interop_runner.cli.run import LiveCache
+    from interop_runner.analysis.live_cache import LiveCache
+    from interop_runner.measure.hooks import CampaignHooks
 
     cfg, testbed = load_campaign(campaign(tmp_path, """name: live-cache
 file_size: 1MiB
@@ -466,16 +467,21 @@ repetitions: 3
 monitors: [ethtool, sysfs, nstat, pidstat, mpstat]
 pairs: [{server: quic-go, client: quic-go}]
 """))
-    camp = Campaign(cfg, testbed, tmp_path / "results")
-    live = LiveCache(camp)
+    live = LiveCache()
     stored: list[Path] = []
-    camp.on_stored = lambda path: (stored.append(path), live.add(path)) and None
+
+    def on_stored(directory: Path, path: Path) -> None:
+        stored.append(path)
+        assert live.on_stored is not None
+        live.on_stored(directory, path)
+
+    camp = Campaign(cfg, testbed, tmp_path / "results", hooks=CampaignHooks(on_stored=on_stored))
     result = camp.execute()
     assert [p.parent.parent.name for p in stored] == ["1", "2", "3"]
     assert all(p.is_file() for p in stored)  # handed on after it was stored
     cache = result.directory / ".cache" / "attempts.parquet"
     assert not cache.exists()  # written at the end, from the final campaign.json
-    live.finish(result.directory)
+    assert live.finish(result.directory) is None
     written = cache.stat().st_mtime_ns
     first = load_results(result.directory)
     assert cache.stat().st_mtime_ns == written  # read, not parsed and written again

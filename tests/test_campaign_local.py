@@ -24,6 +24,8 @@ from interop_runner.config.implementations import load_registry
 from interop_runner.errors import SchemaError, StoreError
 from interop_runner.measure import campaign as campaign_mod
 from interop_runner.measure import plan as plan_mod
+from interop_runner.measure.hooks import CampaignHooks
+from interop_runner.measure.plan import build_plan
 from interop_runner.measure.campaign import Campaign, CampaignResult, CampaignStopped, \
     combined_status, ended_status
 from interop_runner.remote.executor import LocalExecutor
@@ -116,9 +118,8 @@ def campaign(tmp_path: Path, body: str, testbeds: tuple[str, ...] = ("local-a",)
     cfg_file = tmp_path / "c.yml"
     cfg_file.write_text(f"name: local\n{where}\nfile_size: {SIZE}\nmonitors: []\n{body}")
     cfg, beds = load_campaign_testbeds(cfg_file)
-    camp = Campaign(cfg, beds, tmp_path / "results", resume=resume)
-    camp.connect = local_node
-    return camp
+    plan = build_plan(cfg, [b.name for b in beds], resume)
+    return Campaign(cfg, beds, tmp_path / "results", plan, CampaignHooks(connect=local_node))
 
 
 def assert_nodes_clean(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import pytest
 
 from interop_runner.measure.campaign import Campaign, CampaignStopped
+from interop_runner.measure.plan import build_plan
 from interop_runner.config.campaign import load_campaign
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor
@@ -645,7 +646,8 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
 
     def resume_api() -> bool:
         cfg, testbed = load_campaign(cfg_path)
-        again = Campaign(cfg, testbed, tmp_path / "results", resume=camp)
+        again = Campaign(cfg, testbed, tmp_path / "results",
+                         build_plan(cfg, [testbed.name], camp))
         assert again.skipped == 1 and len(again.runs) == 1
         again.execute()
         return json.loads((camp / "campaign.json").read_text())["status"] == "finished"

@@ -18,18 +18,18 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from interop_runner import __version__
-from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig, \
-    variant_configs
+from interop_runner.config.campaign import CampaignConfig, TestbedConfig, variant_configs
 from interop_runner.config.implementations import ImplementationMeta, load_registry, resolve
 from interop_runner.errors import EngineError, ExecutorError, PreflightError, SetupError, \
     StoreError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork
 from interop_runner.measure.monitor_session import NodeMonitors
-from interop_runner.measure.plan import PlannedRun, check_resume, completed_keys, draw_seed, \
+from interop_runner.measure.hooks import CampaignHooks, Connect, OnRecord, Progress
+from interop_runner.measure.plan import CampaignPlan, PlannedRun, build_plan, completed_keys, \
     plan_order, plan_runs
 from interop_runner.measure.preflight import check_knobs_on_nodes
 from interop_runner.measure.variants import SourceArchive, VariantError, variant_source
@@ -48,12 +48,6 @@ from interop_runner.testbed.images import ensure_image
 from interop_runner.testbed.files import CACHE_CHECK, HASH_COMMANDS, SPACE_MARGIN, ServedFile, \
     prepare_file, space_needed
 from interop_runner.testbed.node import Node
-
-Progress = Callable[[Iterator[PlannedRun], int], Iterator[PlannedRun]]
-OnRecord = Callable[[RunRecord], None]
-# (node name, its config, campaign id, command timeout) -> a connected node
-Connect = Callable[[str, NodeConfig, str, float], Node]
-
 
 @dataclass
 class Prepared:
@@ -143,40 +137,38 @@ class Campaign:
     """Runs a validated campaign on a testbed."""
 
     def __init__(self, cfg: CampaignConfig, testbed: TestbedConfig | list[TestbedConfig],
-                 results_root: Path, keep_files: bool | None = None,
-                 resume: Path | None = None) -> None:
+                 results_root: Path, plan: CampaignPlan | None = None,
+                 hooks: CampaignHooks = CampaignHooks(), keep_files: bool | None = None) -> None:
+        """A campaign of ``cfg`` on ``testbed`` (or several), its directory below
+        ``results_root``; ``plan``: :func:`~interop_runner.measure.plan.build_plan`'s (a
+        resumed campaign's), else a fresh one."""
         self.testbeds = list(testbed) if isinstance(testbed, list) else [testbed]
         self.cfg, self.testbed = cfg, self.testbeds[0]
         self.results_root = results_root
         self.keep_files = cfg.keep_files if keep_files is None else keep_files
         self.registry = load_registry()
-        self.resume = resume
-        self._previous: CampaignRecord | None = None
-        seed = cfg.sweep.seed if cfg.sweep.seed is not None else draw_seed()
-        if resume is not None:
-            self._previous = check_resume(resume, cfg)
-            if self._previous.plan.seed is not None:
-                seed = self._previous.plan.seed
-        self.seed = seed
-        self.runs = plan_runs(cfg, seed, [t.name for t in self.testbeds])
-        done = completed_keys(resume, cfg, self.runs) if resume is not None else set()
-        self.skipped = len(done)
-        self.runs = [r for r in self.runs if r.key not in done]
+        self.plan = plan or build_plan(cfg, [t.name for t in self.testbeds])
+        self.hooks = hooks
+        self.runs = self.plan.todo  # what is left to run (an adaptive round: its runs)
         self._source: Iterator[PlannedRun] | None = None
-        # called with (message, log tail) when an implementation's setup fails
-        self.on_setup_error: Callable[[str, str], None] | None = None
-        # adaptive A/B: the cells (server, client as written) whose verdict is still open,
-        # from the records stored in a campaign directory (the CLI wires in the analysis)
-        self.undecided: Callable[[Path], set[tuple[str, str]]] | None = None
-        # called with each stored run.json (from the deferred-work thread, in order)
-        self.on_stored: Callable[[Path], None] | None = None
         self.directory: Path | None = None  # the campaign's results directory, once known
         # a finished attempt's management work (a new one per session: _execute_one)
         self._deferred = DeferredWork(exclusive=self.testbed.local)
-        # host keys accepted on first use by a connection made before the campaign (per testbed)
-        self.trusted_before: dict[str, list[dict[str, str]]] = {}
-        # how a node is reached: SSH (tests may hand in nodes with a LocalExecutor)
-        self.connect: Connect = Node.connect
+
+    @property
+    def resume(self) -> Path | None:
+        """The directory of the campaign this one resumes."""
+        return self.plan.resume
+
+    @property
+    def seed(self) -> int:
+        """The plan's seed (recorded in campaign.json)."""
+        return self.plan.seed
+
+    @property
+    def skipped(self) -> int:
+        """Planned runs stored before this session (resume)."""
+        return self.plan.skipped
 
     def _metas(self, role: str) -> list[ImplementationMeta]:
         """Every implementation (variants included) that runs in ``role`` in any variant."""
@@ -216,7 +208,7 @@ class Campaign:
             testbed=None if several else self.testbed.model_dump(),
             testbeds={t.name: t.model_dump() for t in self.testbeds} if several else None,
             distribute=self.cfg.distribute if several else None,
-            previous=self._previous, skipped_runs=self.skipped)
+            previous=self.plan.previous, skipped_runs=self.skipped)
 
     # -- one testbed ---------------------------------------------------------------------------
     def _execute_one(self, progress: Progress | None = None, on_record: OnRecord | None = None,
@@ -266,7 +258,7 @@ class Campaign:
         prepared.server_knobs, prepared.client_knobs = knobs["server"], knobs["client"]
         write_campaign(path, doc)
         self._loop(server, client, prepared, result, progress, on_record)
-        if self.cfg.sweep.adaptive is not None and self.undecided is not None \
+        if self.cfg.sweep.adaptive is not None and self.hooks.undecided is not None \
                 and self._source is None:
             self._adapt(server, client, prepared, result, progress, on_record, doc, path)
 
@@ -275,11 +267,11 @@ class Campaign:
         timeout = self.cfg.timeouts.command
         for role in ("server", "client"):
             name, cfg = self.testbed.node(role)
-            nodes.append(self.connect(name, cfg, doc.campaign, timeout))
+            nodes.append(self.hooks.connect(name, cfg, doc.campaign, timeout))
         for node in nodes:
             node.take_lease()
             node.claim_scratch()
-        _record_trusted_keys(doc, nodes, self.trusted_before.get(self.testbed.name))
+        _record_trusted_keys(doc, nodes, self.hooks.trusted_before.get(self.testbed.name))
         return nodes[0], nodes[1]
 
     def _collect_facts(self, nodes: list[Node], doc: CampaignRecord, directory: Path) -> None:
@@ -304,7 +296,7 @@ class Campaign:
 
     def _release(self, nodes: list[Node], doc: CampaignRecord) -> None:
         """Note the host keys trusted on first use; clean up and disconnect every node."""
-        _record_trusted_keys(doc, nodes, self.trusted_before.get(self.testbed.name))
+        _record_trusted_keys(doc, nodes, self.hooks.trusted_before.get(self.testbed.name))
         for node in nodes:
             node.cleanup(self.keep_files)
             node.close()
@@ -313,11 +305,12 @@ class Campaign:
                progress: Progress | None, on_record: OnRecord | None, doc: CampaignRecord,
                path: Path) -> None:
         """Adaptive A/B: another paired round for each cell without a verdict, up to the cap."""
-        assert self.cfg.sweep.adaptive is not None and self.undecided is not None
+        undecided = self.hooks.undecided
+        assert self.cfg.sweep.adaptive is not None and undecided is not None
         rounds = doc.adaptive_rounds = doc.adaptive_rounds or []
         rep = self.cfg.repetitions
         while rep < self.cfg.sweep.adaptive.max_repetitions:
-            cells = self.undecided(result.directory)
+            cells = undecided(result.directory)
             if not cells:
                 break
             rep += 1
@@ -352,7 +345,7 @@ class Campaign:
                 pool.start()
                 ticks: Iterator[Any] = pool.records()
                 if progress is not None:
-                    ticks = progress(ticks, len(self.runs))
+                    ticks = progress(ticks, self.runs)
                 for _ in ticks:
                     pass
         except KeyboardInterrupt:
@@ -514,8 +507,8 @@ class Campaign:
             # Only the pairs with this implementation fail; the others still run.
             errors[key] = str(exc)
             entry.version, entry.setup_error, entry.setup_log_tail = None, str(exc), tail
-            if self.on_setup_error is not None:
-                self.on_setup_error(str(exc), tail)
+            if self.hooks.on_setup_error is not None:
+                self.hooks.on_setup_error(str(exc), tail)
         return entry
 
     def _install_image(self, node: Node, impl: ImplementationMeta, key: str,
@@ -536,7 +529,7 @@ class Campaign:
         """Run the planned runs (or the worker's share) in order, storing every attempt."""
         runs: Iterator[PlannedRun] = self._source if self._source is not None else iter(self.runs)
         if progress is not None:
-            runs = progress(runs, len(self.runs))
+            runs = progress(runs, self.runs)
         for run in runs:
             record, abort = self._run_one(run, server, client, prepared, result.directory)
             result.records.append(record)
@@ -567,16 +560,17 @@ class Campaign:
             write_run(out.parent / f"attempt-{orphan}", lost)
         out.mkdir(parents=True)
         record, attempt_run = self._attempt(run, plan, server, client, prepared, out)
-        self._deferred.submit(lambda: self._store(attempt_run, record, out))
+        self._deferred.submit(lambda: self._store(attempt_run, record, directory, out))
         return record, attempt_run.abort if attempt_run is not None else None
 
-    def _store(self, attempt_run: Attempt | None, record: RunRecord, out: Path) -> None:
+    def _store(self, attempt_run: Attempt | None, record: RunRecord, directory: Path,
+               out: Path) -> None:
         """Post-process an attempt that ran, store its record, hand it on (``on_stored``)."""
         if attempt_run is not None:
             attempt_run.postprocess()
         write_run(out, record)
-        if self.on_stored is not None:
-            self.on_stored(out / "run.json")
+        if self.hooks.on_stored is not None:
+            self.hooks.on_stored(directory, out / "run.json")
 
     def _attempt(self, run: PlannedRun, plan: AttemptPlan, server: Node, client: Node,
                  prepared: Prepared, out: Path) -> tuple[RunRecord, Attempt | None]:
