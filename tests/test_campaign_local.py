@@ -15,7 +15,7 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -134,6 +134,29 @@ def assert_nodes_clean(tmp_path: Path) -> None:
 
 def stored(result: CampaignResult) -> list[dict[str, Any]]:
     return [read_run(p) for p in iter_run_files(result.directory)]
+
+
+def test_records_carry_the_source_hash_of_the_tree_that_was_installed(
+        tmp_path: Path, registry: Path) -> None:
+    """The source hash is taken once, when an implementation is installed: a tree changed
+    while the campaign runs changes neither its campaign.json entry nor a later record."""
+    tree = tmp_path / "impls" / "plain"
+
+    def changing_tree(items: Iterator[Any], runs: Sequence[Any]) -> Iterator[Any]:
+        for n, item in enumerate(items):
+            if n:  # after the first attempt, before the next one is planned
+                (tree / "notes.txt").write_text(f"changed before attempt {n + 1}\n")
+            yield item
+
+    camp = campaign(tmp_path, "repetitions: 3\npairs: [{server: plain, client: plain}]\n")
+    result = camp.execute(progress=changing_tree)
+    doc = load_campaign_record(result.directory / "campaign.json")
+    assert doc.implementations is not None
+    installed = doc.implementations["server:plain"].source_hash
+    assert installed == doc.implementations["client:plain"].source_hash
+    assert installed != load_registry(tmp_path / "impls")["plain"].source_hash()  # changed
+    assert [(r.status, r.server.source_hash, r.client.source_hash) for r in result.records] \
+        == [("ok", installed, installed)] * 3
 
 
 def test_a_campaign_runs_end_to_end_and_writes_typed_records(tmp_path: Path,

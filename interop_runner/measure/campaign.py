@@ -32,6 +32,7 @@ from interop_runner.measure.hooks import CampaignHooks, Connect, OnRecord, Progr
 from interop_runner.measure.plan import CampaignPlan, PlannedRun, build_plan, completed_keys, \
     plan_order, plan_runs
 from interop_runner.measure.preflight import check_knobs_on_nodes
+from interop_runner.measure.side import ROLES, ImplKey, SidePlan
 from interop_runner.measure.variants import SourceArchive, VariantError, variant_source
 from interop_runner.paths import PROJECT_ROOT as REPO_ROOT
 from interop_runner.remote.executor import LocalExecutor
@@ -49,20 +50,32 @@ from interop_runner.testbed.files import CACHE_CHECK, HASH_COMMANDS, SPACE_MARGI
     prepare_file, space_needed
 from interop_runner.testbed.node import Node
 
+@dataclass(frozen=True)
+class Installed:
+    """What installing one implementation in one role on its node gave."""
+
+    source_hash: str | None = None  # of the tree that was installed
+    version: str | None = None  # None: not installed
+    image: str | None = None  # the image it runs from on the node (image implementations)
+    setup_error: str | None = None  # why its setup failed
+
+
 @dataclass
 class Prepared:
-    """What preparing the nodes produced: versions, the file to download and its hash."""
+    """What preparing the nodes produced: each implementation as installed, the file to
+    download and its hash, the nodes' monitors and knob handlers."""
 
-    versions: dict[str, str | None]
-    setup_errors: dict[str, str]  # "<role>:<implementation>" -> why its setup failed
+    installed: dict[ImplKey, Installed]
     file_name: str
     file_digest: str  # of cfg.verify_hash
     server_monitors: NodeMonitors
     client_monitors: NodeMonitors
     server_knobs: NodeKnobs | None = None
     client_knobs: NodeKnobs | None = None
-    # "<role>:<implementation>" -> the image it runs from on that node (image implementations)
-    images: dict[str, str] = field(default_factory=dict)
+
+    def of(self, key: ImplKey) -> Installed:
+        """How the implementation ``key`` was installed (nothing known: not installed)."""
+        return self.installed.get(key, Installed())
 
 
 @dataclass
@@ -438,17 +451,16 @@ class Campaign:
         server.preflight(space_needed(server, cfg.file_size, cfg.file_cache), server.cfg.tmpdir,
                          tools)
         client.preflight(cfg.file_size + SPACE_MARGIN, client.cfg.tmpdir, tools)
-        versions: dict[str, str | None] = {}
-        errors: dict[str, str] = {}
+        installed: dict[ImplKey, Installed] = {}
         archives: dict[str, SourceArchive | None] = {}
-        images: dict[str, str] = {}  # "<role>:<implementation>" -> image on that node
         entries = doc.implementations = doc.implementations or {}
         packdir = Path(tempfile.mkdtemp(prefix="qir-variants-"))
         try:
-            for node, role in ((server, "server"), (client, "client")):
+            for node, role in zip((server, client), ROLES):
                 for impl in self._metas(role):
-                    entries[f"{role}:{impl.name}"] = self._install(
-                        node, role, impl, versions, errors, archives, packdir, images)
+                    key = ImplKey(role, impl.name)
+                    entries[key.label], installed[key] = self._install(node, impl, key,
+                                                                       archives, packdir)
         finally:
             shutil.rmtree(packdir, ignore_errors=True)
         served = self._serve_file(server, doc)
@@ -462,8 +474,7 @@ class Campaign:
             if mon.perf_event:
                 statuses[node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
-        return Prepared(versions, errors, served.name, served.digest, monitors[0],
-                        monitors[1], images=images)
+        return Prepared(installed, served.name, served.digest, monitors[0], monitors[1])
 
     def _serve_file(self, server: Node, doc: CampaignRecord) -> ServedFile:
         """The file to download, from the server node's cache when its content still matches
@@ -479,16 +490,17 @@ class Campaign:
             print(f"warning: {server.name}: {served.note}", file=sys.stderr)
         return served
 
-    def _install(self, node: Node, role: str, impl: ImplementationMeta,
-                 versions: dict[str, str | None], errors: dict[str, str],
-                 archives: dict[str, SourceArchive | None], packdir: Path,
-                 images: dict[str, str]) -> ImplementationEntry:
-        """Install one implementation (or variant) on one node; a failure fails its pairs."""
-        key = f"{role}:{impl.name}"
+    def _install(self, node: Node, impl: ImplementationMeta, key: ImplKey,
+                 archives: dict[str, SourceArchive | None], packdir: Path
+                 ) -> tuple[ImplementationEntry, Installed]:
+        """Install one implementation (or variant) on one node: its campaign.json entry and
+        what the attempts use. The source tree is hashed here, once: the hash of what was
+        built. A failure fails only the pairs with this implementation."""
         entry = ImplementationEntry(declared_version=impl.version,
                                     source_hash=impl.source_hash(), node=node.name)
         if impl.variant is not None:
             entry.variant = plain(impl.variant.model_dump(exclude_defaults=True))
+        image: str | None = None
         try:
             if impl.name not in archives:  # once per campaign, for both nodes
                 archives[impl.name] = variant_source(impl, packdir)
@@ -496,32 +508,28 @@ class Campaign:
             if archive is not None:
                 entry.variant_source = plain(archive.identity)
             if impl.is_image:
-                entry.version = versions[key] = self._install_image(node, impl, key, images)
+                image, entry.version = self._install_image(node, impl)
             else:
-                entry.version = versions[key] = node.install(
+                entry.version = node.install(
                     impl, self.cfg.timeouts.setup, archive.path if archive else None,
                     archive.label if archive else None, extra_env=put_sources(node, impl),
                     strip_top=bool(archive and archive.is_release))
         except (SetupError, VariantError, EngineError, SourceError) as exc:
             tail = exc.tail if isinstance(exc, SetupError) else ""
-            # Only the pairs with this implementation fail; the others still run.
-            errors[key] = str(exc)
             entry.version, entry.setup_error, entry.setup_log_tail = None, str(exc), tail
             if self.hooks.on_setup_error is not None:
                 self.hooks.on_setup_error(str(exc), tail)
-        return entry
+        return entry, Installed(entry.source_hash, entry.version, image, entry.setup_error)
 
-    def _install_image(self, node: Node, impl: ImplementationMeta, key: str,
-                       images: dict[str, str]) -> str:
+    def _install_image(self, node: Node, impl: ImplementationMeta) -> tuple[str, str]:
         """Build, load or pull an image implementation on the node (after the native builds
-        it takes files from); return its recorded version."""
+        it takes files from); return the image it runs from and its recorded version."""
         assert impl.image is not None
         for name in impl.image.native:
             native = load_registry()[name]
             node.install(native, self.cfg.timeouts.setup, extra_env=put_sources(node, native))
         image = ensure_image(node, node.engine(), impl)
-        images[key] = image.ref
-        return image.version
+        return image.ref, image.version
 
     # -- the runs ------------------------------------------------------------------------------
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
@@ -576,16 +584,15 @@ class Campaign:
                  prepared: Prepared, out: Path) -> tuple[RunRecord, Attempt | None]:
         """Run one attempt (not post-processed: :meth:`_store`); a pair whose setup failed or
         without a common protocol gets its record without running."""
-        broken = [prepared.setup_errors[k] for k in (f"server:{run.server}",
-                                                     f"client:{run.client}")
-                  if k in prepared.setup_errors]
+        broken = [error for error in (prepared.of(side.key).setup_error for side in plan.sides)
+                  if error is not None]
         if broken:
             return not_run_record(plan, server, client, "failed", "; ".join(broken)), None
         if run.alpn is None:
             return not_run_record(
                 plan, server, client, "unsupported",
-                f"no common protocol: server speaks {', '.join(plan.server_meta.alpns)}, "
-                f"client speaks {', '.join(plan.client_meta.alpns)}"), None
+                f"no common protocol: server speaks {', '.join(plan.server.meta.alpns)}, "
+                f"client speaks {', '.join(plan.client.meta.alpns)}"), None
         attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
                               prepared.client_monitors, prepared.server_knobs,
                               prepared.client_knobs,
@@ -604,13 +611,10 @@ class Campaign:
         return AttemptPlan(
             campaign_id=campaign_id, testbed=self.testbed.name,
             testcase=cfg.testcase, repetition=run.repetition, attempt=attempt,
-            server_meta=self.meta(run.server), client_meta=self.meta(run.client),
-            server_version=prepared.versions.get(f"server:{run.server}"),
-            client_version=prepared.versions.get(f"client:{run.client}"),
-            server_params=side_params(vcfg.server_params, run.server, run.cell, 0),
-            client_params=side_params(vcfg.client_params, run.client, run.cell, 1),
-            server_image=prepared.images.get(f"server:{run.server}"),
-            client_image=prepared.images.get(f"client:{run.client}"),
+            server=self._side_plan(ImplKey("server", run.server), vcfg.server_params, run,
+                                   vcfg, prepared),
+            client=self._side_plan(ImplKey("client", run.client), vcfg.client_params, run,
+                                   vcfg, prepared),
             alpn=run.alpn, port=self._server_port(run.server), file_name=prepared.file_name,
             file_size=cfg.file_size, file_digest=prepared.file_digest,
             hash_algorithm=cfg.verify_hash,
@@ -621,9 +625,17 @@ class Campaign:
             monitors={"server": dict(prepared.server_monitors.status),
                       "client": dict(prepared.client_monitors.status)},
             std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
-            server_knobs=vcfg.side_knobs("server"), client_knobs=vcfg.side_knobs("client"),
             cell=run.cell,
         )
+
+    def _side_plan(self, key: ImplKey, params: dict[str, dict[str, Any]], run: PlannedRun,
+                   vcfg: CampaignConfig, prepared: Prepared) -> SidePlan:
+        """One side of the run's flow: the implementation as installed in its role, with the
+        parameters (``params``: the role's, per implementation) and knobs of the variant."""
+        installed = prepared.of(key)
+        return SidePlan(key.role, self.meta(key.name), installed.version, installed.source_hash,
+                        side_params(params, key.name, run.cell, ROLES.index(key.role)),
+                        installed.image, vcfg.side_knobs(key.role))
 
 
 class _Workers:
