@@ -35,8 +35,8 @@ def patch_client_env(monkeypatch, repetition: int, change) -> None:
     """Let ``change(env)`` alter the client's contract environment in one repetition."""
     real_env = Attempt._env
 
-    def patched(self, node, logs, meta, params):
-        env = real_env(self, node, logs, meta, params)
+    def patched(self, node, logs, side):
+        env = real_env(self, node, logs, side)
         if node.cfg.role == "client" and self.plan.repetition == repetition:
             change(env)
         return env
@@ -340,6 +340,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
     from interop_runner.measure import campaign as campaign_mod
     from interop_runner.config import campaign as config_mod
     from interop_runner.measure import plan as plan_mod
+    from interop_runner.measure import prepare as prepare_mod
     from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     root = tmp_path / "impls"
@@ -356,6 +357,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
     monkeypatch.setattr(campaign_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(config_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(plan_mod, "load_registry", lambda: load_registry(root))
+    monkeypatch.setattr(prepare_mod, "load_registry", lambda: load_registry(root))
     cfg = campaign(tmp_path, """name: broken
 file_size: 1MiB
 repetitions: 1

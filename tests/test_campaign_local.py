@@ -26,8 +26,10 @@ from interop_runner.measure import campaign as campaign_mod
 from interop_runner.measure import plan as plan_mod
 from interop_runner.measure.hooks import CampaignHooks
 from interop_runner.measure.plan import build_plan
-from interop_runner.measure.campaign import Campaign, CampaignResult, CampaignStopped, \
-    combined_status, ended_status
+from interop_runner.measure import prepare as prepare_mod
+from interop_runner.measure.campaign import Campaign
+from interop_runner.measure.outcome import CampaignResult, CampaignStopped, combined_status, \
+    ended_status
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.campaign_record import CAMPAIGN_SCHEMA_VERSION, \
     load_campaign_record
@@ -80,7 +82,7 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     _impl(root, "broken", "alpns: [http/1.1]\nready: tcp\n",
           {"setup": "#!/bin/sh\necho 'compiling'\necho 'error: no compiler' >&2\nexit 2\n",
            "run-server": SERVER, "run-client": "#!/bin/sh\nexit 1\n"})
-    for module in (campaign_mod, config_mod, plan_mod):
+    for module in (campaign_mod, config_mod, plan_mod, prepare_mod):
         monkeypatch.setattr(module, "load_registry", lambda: load_registry(root))
     return flags
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from interop_runner.analysis.live_cache import LiveCache
     from interop_runner.analysis.progress import ProgressBar
     from interop_runner.config.campaign import CampaignConfig, TestbedConfig
-    from interop_runner.measure.campaign import Campaign, CampaignResult
+    from interop_runner.measure.campaign import Campaign
+    from interop_runner.measure.outcome import CampaignResult
     from interop_runner.measure.plan import CampaignPlan
 
 

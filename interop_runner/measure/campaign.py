@@ -2,90 +2,44 @@
 
 The campaign keeps its record (:class:`~interop_runner.storage.campaign_record.CampaignRecord`,
 begun in :meth:`Campaign._start_record`) up to date in ``campaign.json`` (several testbeds:
-each worker in its ``testbed-<name>.json``) and stores one ``run.json`` per attempt.
+each worker in its ``testbed-<name>.json``) and stores one ``run.json`` per attempt. Its plan
+comes from :mod:`.plan`, the nodes are prepared by :mod:`.prepare`, several testbeds run in
+the worker processes of :mod:`.workers`; what the caller wires in is in :mod:`.hooks`.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import queue
-import shutil
-import signal
-import sys
-import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import Any, Iterator
 
 from interop_runner import __version__
 from interop_runner.config.campaign import CampaignConfig, TestbedConfig, variant_configs
 from interop_runner.config.implementations import ImplementationMeta, load_registry, resolve
-from interop_runner.errors import EngineError, ExecutorError, PreflightError, SetupError, \
-    StoreError
+from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork
-from interop_runner.measure.monitor_session import NodeMonitors
-from interop_runner.measure.hooks import CampaignHooks, Connect, OnRecord, Progress
+from interop_runner.measure.hooks import CampaignHooks, OnRecord, Progress
+from interop_runner.measure.outcome import CampaignResult, CampaignStopped, TermAsInterrupt, \
+    ended_status
 from interop_runner.measure.plan import CampaignPlan, PlannedRun, build_plan, completed_keys, \
     plan_order, plan_runs
-from interop_runner.measure.preflight import check_knobs_on_nodes
-from interop_runner.measure.side import ROLES, ImplKey, SidePlan
-from interop_runner.measure.variants import SourceArchive, VariantError, variant_source
+from interop_runner.measure.prepare import Preparation, Prepared
+from interop_runner.measure.preflight import check_knobs_on_nodes, check_knobs_on_testbed
+from interop_runner.measure.side import ROLES, ImplKey, Role, SidePlan
+from interop_runner.measure.workers import Workers, execute_parallel
 from interop_runner.paths import PROJECT_ROOT as REPO_ROOT
 from interop_runner.remote.executor import LocalExecutor
-from interop_runner.storage.campaign_record import AdaptiveRound, CampaignRecord, FileInfo, \
-    ImplementationEntry, PlanInfo, new_campaign_record, plain, read_campaign, write_campaign
-from interop_runner.storage.layout import attempt_dir, iter_run_files, new_campaign_dir, \
-    next_attempt, private_umask, unrecorded_attempts, utc_now
-from interop_runner.storage.run_record import RunRecord, load_run, write_run
+from interop_runner.storage.campaign_record import AdaptiveRound, CampaignRecord, PlanInfo, \
+    new_campaign_record, write_campaign
+from interop_runner.storage.layout import attempt_dir, new_campaign_dir, next_attempt, \
+    private_umask, unrecorded_attempts, utc_now
+from interop_runner.storage.run_record import RunRecord, write_run
+from interop_runner.testbed.containers import reap_containers
 from interop_runner.testbed.knobs import NodeKnobs
 from interop_runner.testbed.leftovers import node_knobs
-from interop_runner.testbed.containers import reap_containers
-from interop_runner.testbed.sources import SourceError, put_sources
-from interop_runner.testbed.images import ensure_image
-from interop_runner.testbed.files import CACHE_CHECK, HASH_COMMANDS, SPACE_MARGIN, ServedFile, \
-    prepare_file, space_needed
 from interop_runner.testbed.node import Node
-
-@dataclass(frozen=True)
-class Installed:
-    """What installing one implementation in one role on its node gave."""
-
-    source_hash: str | None = None  # of the tree that was installed
-    version: str | None = None  # None: not installed
-    image: str | None = None  # the image it runs from on the node (image implementations)
-    setup_error: str | None = None  # why its setup failed
-
-
-@dataclass
-class Prepared:
-    """What preparing the nodes produced: each implementation as installed, the file to
-    download and its hash, the nodes' monitors and knob handlers."""
-
-    installed: dict[ImplKey, Installed]
-    file_name: str
-    file_digest: str  # of cfg.verify_hash
-    server_monitors: NodeMonitors
-    client_monitors: NodeMonitors
-    server_knobs: NodeKnobs | None = None
-    client_knobs: NodeKnobs | None = None
-
-    def of(self, key: ImplKey) -> Installed:
-        """How the implementation ``key`` was installed (nothing known: not installed)."""
-        return self.installed.get(key, Installed())
-
-
-@dataclass
-class CampaignResult:
-    """What a finished (or interrupted) campaign produced."""
-
-    directory: Path
-    records: list[RunRecord] = field(default_factory=list)
-    wall_s: float = 0.0
-    interrupted: bool = False
 
 
 def runner_version() -> dict[str, Any]:
@@ -103,47 +57,6 @@ def runner_version() -> dict[str, Any]:
     except (ExecutorError, OSError):
         pass
     return info
-
-
-class CampaignStopped(ExecutorError):
-    """``on_error: stop``: an attempt failed or timed out, so the campaign stopped after
-    recording it (``run.py run --resume`` runs it again and continues)."""
-
-
-class _Interrupt:
-    """Turn SIGTERM into KeyboardInterrupt so cleanup runs the same way as for Ctrl-C."""
-
-    def __enter__(self) -> "_Interrupt":
-        self._old = signal.getsignal(signal.SIGTERM)
-
-        def handler(signum: int, frame: FrameType | None) -> None:
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        signal.signal(signal.SIGTERM, handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        signal.signal(signal.SIGTERM, self._old)
-
-
-def ended_status(exc: BaseException, current: str) -> str:
-    """The campaign status after ``exc`` ended a session (``current`` when it says nothing)."""
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted"
-    if isinstance(exc, CampaignStopped):
-        return f"stopped: {exc}"
-    if isinstance(exc, Exception):
-        return f"aborted: {exc}"
-    return current
-
-
-def combined_status(statuses: list[str | None], names: list[str], interrupted: bool) -> str:
-    """The status of a campaign over several testbeds from each testbed's own status."""
-    if interrupted or "interrupted" in statuses:
-        return "interrupted"
-    if all(s == "finished" for s in statuses):
-        return "finished"
-    return "; ".join(f"{n}: {s}" for n, s in zip(names, statuses))
 
 
 class Campaign:
@@ -183,7 +96,7 @@ class Campaign:
         """Planned runs stored before this session (resume)."""
         return self.plan.skipped
 
-    def _metas(self, role: str) -> list[ImplementationMeta]:
+    def _metas(self, role: Role) -> list[ImplementationMeta]:
         """Every implementation (variants included) that runs in ``role`` in any variant."""
         names = {getattr(p, role) for _, vcfg in variant_configs(self.cfg)
                  for p in vcfg.pair_list()}
@@ -240,7 +153,7 @@ class Campaign:
                        overwrite=self.resume is not None or meta_file != "campaign.json")
         nodes: list[Node] = []
         self._deferred = DeferredWork(exclusive=self.testbed.local)
-        with _Interrupt():
+        with TermAsInterrupt():
             try:
                 self._session(nodes, doc, path, result, progress, on_record)
                 doc.status = "finished"
@@ -266,8 +179,9 @@ class Campaign:
         # knobs the nodes cannot have (CPUs of a pin), before anything changes or runs
         check_knobs_on_nodes(self.cfg, [(n.name, n.cfg.role, n.facts) for n in nodes])
         knobs = self._clear_leftovers(nodes, doc)
-        self._check_knobs(knobs)
-        prepared = self._prepare(server, client, doc)
+        check_knobs_on_testbed(self.cfg, self.testbed.local, knobs)
+        prepared = Preparation(self.cfg, self.port, self.hooks.on_setup_error).prepare(
+            server, client, doc, {role: self._metas(role) for role in ROLES})
         prepared.server_knobs, prepared.client_knobs = knobs["server"], knobs["client"]
         write_campaign(path, doc)
         self._loop(server, client, prepared, result, progress, on_record)
@@ -339,197 +253,22 @@ class Campaign:
 
     # -- several testbeds ----------------------------------------------------------------------
     def _execute_parallel(self, progress: Progress | None) -> CampaignResult:
-        """Several testbeds: one worker process per testbed, one run at a time on each.
-
-        ``spread``: the workers take the next run from one shared queue; ``each``: every
-        worker runs the runs planned for its testbed. Each worker writes its records and its
-        own ``testbed-<name>.json`` (hosts, implementations, monitors); campaign.json names
-        them. Ctrl-C reaches every worker (same process group); a SIGTERM to this process
-        is passed on to them.
-        """
+        """Several testbeds: one worker process per testbed (:mod:`.workers`), each running
+        its share of the runs as a one-testbed session (:meth:`_run_share`)."""
         directory = self.resume or new_campaign_dir(self.results_root, self.cfg.name)
         result = CampaignResult(directory)
         t0 = time.monotonic()
         doc = self._start_record(directory, several=True)
         write_campaign(directory / "campaign.json", doc, overwrite=self.resume is not None)
-        pool = _Workers(self, directory)
-        try:
-            with _Interrupt():
-                pool.start()
-                ticks: Iterator[Any] = pool.records()
-                if progress is not None:
-                    ticks = progress(ticks, self.runs)
-                for _ in ticks:
-                    pass
-        except KeyboardInterrupt:
-            result.interrupted = True
-            pool.stop()
-            raise
-        finally:
-            codes = pool.join()
-            self._finish_parallel(doc, codes, result, t0)
-        if any(code not in (0, None) for code in codes.values()) and not result.interrupted:
-            raise StoreError(f"{directory}: a testbed worker failed: "
-                             + ", ".join(f"{n} exit {c}" for n, c in codes.items() if c))
-        return result
+        pool = Workers(self.testbeds, self.runs, self.cfg.distribute, directory, self._run_share)
+        return execute_parallel(pool, doc, result, self.runs, progress, t0)
 
-    def _finish_parallel(self, doc: CampaignRecord, codes: dict[str, int | None],
-                         result: CampaignResult, t0: float) -> None:
-        """campaign.json after the workers: their exit codes and the combined status; the
-        records they stored."""
-        directory = result.directory
-        names = [t.name for t in self.testbeds]
-        doc.worker_exit_codes = codes
-        statuses: list[str | None] = []
-        for name in names:
-            try:
-                statuses.append(read_campaign(directory / f"testbed-{name}.json").get("status"))
-            except (OSError, ValueError, StoreError):
-                statuses.append("not started")
-        doc.status = combined_status(statuses, names, result.interrupted)
-        doc.finished_at = utc_now()
-        result.wall_s = doc.wall_s = time.monotonic() - t0
-        write_campaign(directory / "campaign.json", doc)
-        records = [load_run(p) for p in iter_run_files(directory)]
-        result.records = [r for r in records if r.campaign == directory.name]
-
-    def _worker(self, testbed: TestbedConfig, directory: Path, own: Any, shared: Any,
-                done: Any) -> None:
-        """Body of a worker process: this testbed's share of the runs."""
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    def _run_share(self, testbed: TestbedConfig, directory: Path, runs: Iterator[PlannedRun],
+                   on_record: OnRecord) -> None:
+        """In a worker process: ``testbed``'s share of the runs, its record in its own
+        ``testbed-<name>.json``."""
         self.testbeds, self.testbed = [testbed], testbed
-        by_key = {r.key: r for r in self.runs}
-
-        def source() -> Iterator[PlannedRun]:
-            for q in (own, shared):
-                while True:
-                    try:
-                        key = q.get(timeout=0.2)
-                    except queue.Empty:
-                        break
-                    yield by_key[key]
-
-        code = 0
-        try:
-            self._execute_one(None, lambda rec: done.put("record"), directory,
-                              f"testbed-{testbed.name}.json", source())
-        except KeyboardInterrupt:
-            code = 130
-        except Exception as exc:  # reported in testbed-<name>.json; the exit code tells main
-            print(f"error: testbed {testbed.name}: {exc}", file=sys.stderr)
-            code = 1
-        finally:
-            done.put("exit")
-            done.close()
-            done.join_thread()  # flush before the hard exit below
-        os._exit(code)
-
-    # -- preparation ---------------------------------------------------------------------------
-    def _check_knobs(self, knobs: dict[str, NodeKnobs]) -> None:
-        """Refuse knob settings the testbed cannot have, before any run."""
-        configs = [vcfg for _, vcfg in variant_configs(self.cfg)]
-        if self.testbed.local:
-            for vcfg in configs:
-                s, c = vcfg.side_knobs("server"), vcfg.side_knobs("client")
-                for name in ("rmem", "wmem"):
-                    if getattr(s, name) != getattr(c, name) and None not in \
-                            (getattr(s, name), getattr(c, name)):
-                        raise PreflightError(
-                            f"{name}: the local testbed's namespaces share the host's "
-                            f"net.core sysctls, so server and client cannot differ "
-                            f"({getattr(s, name)} vs {getattr(c, name)})")
-        for role, nk in knobs.items():
-            if any(vcfg.side_knobs(role).delay or vcfg.side_knobs(role).reorder
-                   for vcfg in configs):
-                nk.check_netem()
-
-    def _prepare(self, server: Node, client: Node, doc: CampaignRecord) -> Prepared:
-        """Preflight both nodes, install every implementation, generate the file, exchange
-        the certificate, check the monitors."""
-        cfg = self.cfg
-        tools = (HASH_COMMANDS[cfg.verify_hash], HASH_COMMANDS[CACHE_CHECK])
-        server.preflight(space_needed(server, cfg.file_size, cfg.file_cache), server.cfg.tmpdir,
-                         tools)
-        client.preflight(cfg.file_size + SPACE_MARGIN, client.cfg.tmpdir, tools)
-        installed: dict[ImplKey, Installed] = {}
-        archives: dict[str, SourceArchive | None] = {}
-        entries = doc.implementations = doc.implementations or {}
-        packdir = Path(tempfile.mkdtemp(prefix="qir-variants-"))
-        try:
-            for node, role in zip((server, client), ROLES):
-                for impl in self._metas(role):
-                    key = ImplKey(role, impl.name)
-                    entries[key.label], installed[key] = self._install(node, impl, key,
-                                                                       archives, packdir)
-        finally:
-            shutil.rmtree(packdir, ignore_errors=True)
-        served = self._serve_file(server, doc)
-        client.install_ca(server.make_certificate(server.cfg.ip))
-        statuses = doc.monitors = doc.monitors or {}
-        monitors = []
-        for node in (server, client):
-            mon = NodeMonitors(node.executor, node.name, node.cfg.interface, list(cfg.monitors),
-                               node.cfg.role, self.port, cfg.monitor_options)
-            statuses[node.cfg.role] = mon.check()
-            if mon.perf_event:
-                statuses[node.cfg.role]["perf.event"] = mon.perf_event
-            monitors.append(mon)
-        return Prepared(installed, served.name, served.digest, monitors[0], monitors[1])
-
-    def _serve_file(self, server: Node, doc: CampaignRecord) -> ServedFile:
-        """The file to download, from the server node's cache when its content still matches
-        (a note in the record when a cached file had to be generated anew)."""
-        cfg = self.cfg
-        served = prepare_file(server, f"goodput-{cfg.file_size}.bin", cfg.file_size,
-                              cfg.verify_hash, keep=cfg.file_cache,
-                              timeout=max(120.0, cfg.file_size / 50e6))
-        doc.file = FileInfo(name=served.name, size=served.size,
-                            hash_algorithm=served.algorithm, digest=served.digest,
-                            reused=served.reused, note=served.note)
-        if served.note:
-            print(f"warning: {server.name}: {served.note}", file=sys.stderr)
-        return served
-
-    def _install(self, node: Node, impl: ImplementationMeta, key: ImplKey,
-                 archives: dict[str, SourceArchive | None], packdir: Path
-                 ) -> tuple[ImplementationEntry, Installed]:
-        """Install one implementation (or variant) on one node: its campaign.json entry and
-        what the attempts use. The source tree is hashed here, once: the hash of what was
-        built. A failure fails only the pairs with this implementation."""
-        entry = ImplementationEntry(declared_version=impl.version,
-                                    source_hash=impl.source_hash(), node=node.name)
-        if impl.variant is not None:
-            entry.variant = plain(impl.variant.model_dump(exclude_defaults=True))
-        image: str | None = None
-        try:
-            if impl.name not in archives:  # once per campaign, for both nodes
-                archives[impl.name] = variant_source(impl, packdir)
-            archive = archives[impl.name]
-            if archive is not None:
-                entry.variant_source = plain(archive.identity)
-            if impl.is_image:
-                image, entry.version = self._install_image(node, impl)
-            else:
-                entry.version = node.install(
-                    impl, self.cfg.timeouts.setup, archive.path if archive else None,
-                    archive.label if archive else None, extra_env=put_sources(node, impl),
-                    strip_top=bool(archive and archive.is_release))
-        except (SetupError, VariantError, EngineError, SourceError) as exc:
-            tail = exc.tail if isinstance(exc, SetupError) else ""
-            entry.version, entry.setup_error, entry.setup_log_tail = None, str(exc), tail
-            if self.hooks.on_setup_error is not None:
-                self.hooks.on_setup_error(str(exc), tail)
-        return entry, Installed(entry.source_hash, entry.version, image, entry.setup_error)
-
-    def _install_image(self, node: Node, impl: ImplementationMeta) -> tuple[str, str]:
-        """Build, load or pull an image implementation on the node (after the native builds
-        it takes files from); return the image it runs from and its recorded version."""
-        assert impl.image is not None
-        for name in impl.image.native:
-            native = load_registry()[name]
-            node.install(native, self.cfg.timeouts.setup, extra_env=put_sources(node, native))
-        image = ensure_image(node, node.engine(), impl)
-        return image.ref, image.version
+        self._execute_one(None, on_record, directory, f"testbed-{testbed.name}.json", runs)
 
     # -- the runs ------------------------------------------------------------------------------
     def _loop(self, server: Node, client: Node, prepared: Prepared, result: CampaignResult,
@@ -636,58 +375,6 @@ class Campaign:
         return SidePlan(key.role, self.meta(key.name), installed.version, installed.source_hash,
                         side_params(params, key.name, run.cell, ROLES.index(key.role)),
                         installed.image, vcfg.side_knobs(key.role))
-
-
-class _Workers:
-    """The worker processes of a campaign over several testbeds and their queues."""
-
-    def __init__(self, campaign: Campaign, directory: Path) -> None:
-        ctx = multiprocessing.get_context("fork")
-        names = [t.name for t in campaign.testbeds]
-        shared: Any = ctx.Queue()
-        own: dict[str, Any] = {n: ctx.Queue() for n in names}
-        for run in campaign.runs:
-            tb = run.variant.as_dict().get("testbed") \
-                if campaign.cfg.distribute == "each" else None
-            (own[tb] if tb else shared).put(run.key)
-        self.done: Any = ctx.Queue()
-        self.names = names
-        self.processes = [ctx.Process(target=campaign._worker, name=f"testbed-{t.name}",
-                                      args=(t, directory, own[t.name], shared, self.done))
-                          for t in campaign.testbeds]
-
-    def start(self) -> None:
-        for w in self.processes:
-            w.start()
-
-    def records(self) -> Iterator[None]:
-        """One item per stored record, until every worker has exited."""
-        exits = 0
-        while exits < len(self.processes):
-            try:
-                msg = self.done.get(timeout=0.5)
-            except queue.Empty:
-                if not any(w.is_alive() for w in self.processes):
-                    return
-                continue
-            if msg == "exit":
-                exits += 1
-            else:
-                yield None
-
-    def stop(self) -> None:
-        """Pass an interrupt on (a Ctrl-C from a terminal reached them already)."""
-        for w in self.processes:
-            if w.is_alive() and w.pid is not None:
-                os.kill(w.pid, signal.SIGTERM)
-        for w in self.processes:
-            w.join(timeout=120)
-
-    def join(self) -> dict[str, int | None]:
-        """Wait for every worker; its exit code per testbed (None: still running)."""
-        for w in self.processes:
-            w.join(timeout=600)
-        return {n: w.exitcode for n, w in zip(self.names, self.processes)}
 
 
 def side_params(by_impl: dict[str, dict[str, Any]], name: str,

@@ -11,7 +11,7 @@ checked: the facts hold the interface's current MTU, not the NIC's limits.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig, \
     variant_configs
@@ -19,6 +19,9 @@ from interop_runner.config.knobs import (cpu_ranges, format_cpu_ranges, format_c
                                          parse_cpulist)
 from interop_runner.config.sweep import Variant
 from interop_runner.errors import ConnectError, NodeBusy, PreflightError, TestbedUnreachable
+
+if TYPE_CHECKING:
+    from interop_runner.testbed.knobs import NodeKnobs
 
 NIC_PINS = ("nic-local", "nic-remote")
 
@@ -109,6 +112,28 @@ def check_knobs_on_nodes(cfg: CampaignConfig,
                 for line in knob_problems(cfg, name, role, facts)]
     if problems:
         raise PreflightError("; ".join(problems))
+
+
+def check_knobs_on_testbed(cfg: CampaignConfig, local: bool,
+                           knobs: Mapping[str, NodeKnobs]) -> None:
+    """Refuse knob settings the testbed cannot have, before any run: on the ``local``
+    (namespace) testbed socket buffers that differ between the sides, and delay or reorder
+    where a node (``knobs``: its handler per role) has no netem."""
+    configs = [vcfg for _, vcfg in variant_configs(cfg)]
+    if local:
+        for vcfg in configs:
+            s, c = vcfg.side_knobs("server"), vcfg.side_knobs("client")
+            for name in ("rmem", "wmem"):
+                if getattr(s, name) != getattr(c, name) and None not in \
+                        (getattr(s, name), getattr(c, name)):
+                    raise PreflightError(
+                        f"{name}: the local testbed's namespaces share the host's "
+                        f"net.core sysctls, so server and client cannot differ "
+                        f"({getattr(s, name)} vs {getattr(c, name)})")
+    for role, nk in knobs.items():
+        if any(vcfg.side_knobs(role).delay or vcfg.side_knobs(role).reorder
+               for vcfg in configs):
+            nk.check_netem()
 
 
 def probe_nodes(testbeds: list[TestbedConfig], cfg: CampaignConfig, timeout: float
