@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from interop_runner.analysis.progress import ProgressBar
     from interop_runner.config.campaign import CampaignConfig, TestbedConfig
     from interop_runner.measure.campaign import Campaign
+    from interop_runner.measure.hooks import Undecided
     from interop_runner.measure.outcome import CampaignResult
     from interop_runner.measure.plan import CampaignPlan
 
@@ -157,21 +158,29 @@ def _campaign(args: argparse.Namespace, cfg: "CampaignConfig", testbeds: "list[T
               results_root: Path, cache: "LiveCache") -> "Campaign":
     """The campaign with its plan (a resume refused before any connection), its nodes
     probed, and the hooks the command line wires in."""
-    from interop_runner.analysis.ab.compare import undecided_cells
     from interop_runner.measure.campaign import Campaign
     from interop_runner.measure.hooks import CampaignHooks
     from interop_runner.measure.preflight import probe_nodes
 
     plan = _plan(args, cfg, testbeds)
-    hooks = CampaignHooks(
-        on_setup_error=_setup_failed, on_stored=cache.on_stored,
-        undecided=undecided_cells(cfg) if cfg.sweep.adaptive is not None else None,
-        trusted_before=probe_nodes(testbeds, cfg, cfg.timeouts.command))
+    hooks = CampaignHooks(on_setup_error=_setup_failed, on_stored=cache.on_stored,
+                          undecided=_undecided(cfg),
+                          trusted_before=probe_nodes(testbeds, cfg, cfg.timeouts.command))
     if plan.skipped:
         print(f"resuming {args.resume}: {plan.skipped} run(s) already stored, "
               f"{len(plan.todo)} to go", file=sys.stderr)
     return Campaign(cfg, testbeds, results_root, plan, hooks,
                     keep_files=args.keep_files or None)
+
+
+def _undecided(cfg: "CampaignConfig") -> "Undecided | None":
+    """An adaptive A/B campaign's question for another round (the analysis, and pandas, are
+    imported only for such a campaign)."""
+    if cfg.sweep.adaptive is None:
+        return None
+    from interop_runner.analysis.ab.compare import undecided_cells
+
+    return undecided_cells(cfg)
 
 
 def _setup_failed(message: str, tail: str) -> None:

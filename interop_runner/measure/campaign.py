@@ -73,7 +73,7 @@ class Campaign:
         self.results_root = results_root
         self.keep_files = cfg.keep_files if keep_files is None else keep_files
         self.registry = load_registry()
-        self.plan = plan or build_plan(cfg, [t.name for t in self.testbeds])
+        self.plan = plan if plan is not None else build_plan(cfg, [t.name for t in self.testbeds])
         self.hooks = hooks
         self.runs = self.plan.todo  # what is left to run (an adaptive round: its runs)
         self._source: Iterator[PlannedRun] | None = None
