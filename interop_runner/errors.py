@@ -53,6 +53,13 @@ class HostKeyError(ConnectError):
     """A node offered a host key that differs from the one in known_hosts (always refused)."""
 
 
+class TestbedUnreachable(QirError):
+    """A node of the testbed file cannot be reached or authenticated before anything ran
+    (the command line's exit code 2, like an invalid configuration)."""
+
+    __test__ = False  # not a test class for pytest, whatever its name
+
+
 class NodeBusy(ExecutorError):
     """Another runner holds the node's lease."""
 

@@ -22,6 +22,7 @@ import pytest
 
 from interop_runner.config.implementations import ImplementationMeta
 from interop_runner.measure.attempt import Attempt, AttemptPlan
+from interop_runner.measure.side import SidePlan
 from interop_runner.storage.store import RunRecord, read_run, write_run
 from interop_runner.testbed.files import file_digest, prepare_file
 from interop_runner.testbed.node import Node
@@ -35,6 +36,8 @@ SIZE = 256 * 1024
 ZEROS_SHA256 = hashlib.sha256(bytes(SIZE)).hexdigest()
 # BLAKE3 of SIZE zero bytes, as b3sum prints it (checked in test_zeros_digest_is_b3sums)
 ZEROS_BLAKE3 = "86bb2b521a10612d5a1d38204fac4fa632466d1866144d8a6a7e3afc050ce7ae"
+# the hash the campaign took of the implementation's tree when it installed it
+SOURCE_HASH = "5" * 64
 
 
 @dataclass
@@ -82,9 +85,10 @@ def make_plan(bench: Bench, *, server: str = "ok", client: str = "ok", port: int
               algorithm: str = "blake3") -> AttemptPlan:
     return AttemptPlan(
         campaign_id=CAMPAIGN, testbed="local-executor", testcase="goodput", repetition=1,
-        attempt=next(bench.attempts), server_meta=bench.meta, client_meta=bench.meta,
-        server_version="fake-1.0+local", client_version="fake-1.0+local",
-        server_params={"mode": server}, client_params={"mode": client}, alpn="http/1.1",
+        attempt=next(bench.attempts),
+        server=SidePlan("server", bench.meta, "fake-1.0+local", SOURCE_HASH, {"mode": server}),
+        client=SidePlan("client", bench.meta, "fake-1.0+local", SOURCE_HASH, {"mode": client}),
+        alpn="http/1.1",
         port=port or free_port(), file_name=FILE, file_size=SIZE,
         file_digest=bench.digests[algorithm], hash_algorithm=algorithm,
         client_timeout=client_timeout, server_ready_timeout=ready_timeout)
@@ -144,6 +148,8 @@ def test_ok_attempt_is_timed_verified_and_stored(bench: Bench, tmp_path: Path) -
     assert rec.goodput_mbps is not None and rec.duration_s is not None
     assert rec.client.cpu_user_s is not None and rec.client.cpu_user_s >= 0
     assert (rec.server.implementation, rec.client.version) == ("fake", "fake-1.0+local")
+    # the hash taken at install, not one of the tree as it is now
+    assert rec.server.source_hash == rec.client.source_hash == SOURCE_HASH
     assert rec.client.params == {"mode": "ok"} and rec.warnings == []
     # the logs came home: the server saw the request, the client's output files exist
     assert f"GET /{FILE} HTTP/1.1\" 200" in (tmp_path / "server" / "server.stderr.log").read_text()

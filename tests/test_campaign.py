@@ -35,8 +35,8 @@ def patch_client_env(monkeypatch, repetition: int, change) -> None:
     """Let ``change(env)`` alter the client's contract environment in one repetition."""
     real_env = Attempt._env
 
-    def patched(self, node, logs, meta, params):
-        env = real_env(self, node, logs, meta, params)
+    def patched(self, node, logs, side):
+        env = real_env(self, node, logs, side)
         if node.cfg.role == "client" and self.plan.repetition == repetition:
             change(env)
         return env
@@ -340,6 +340,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
     from interop_runner.measure import campaign as campaign_mod
     from interop_runner.config import campaign as config_mod
     from interop_runner.measure import plan as plan_mod
+    from interop_runner.measure import prepare as prepare_mod
     from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     root = tmp_path / "impls"
@@ -356,6 +357,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
     monkeypatch.setattr(campaign_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(config_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(plan_mod, "load_registry", lambda: load_registry(root))
+    monkeypatch.setattr(prepare_mod, "load_registry", lambda: load_registry(root))
     cfg = campaign(tmp_path, """name: broken
 file_size: 1MiB
 repetitions: 1
@@ -453,12 +455,13 @@ pairs: [{server: quic-go, client: quic-go}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_the_results_cache_is_complete_when_the_campaign_ends(tmp_path):
-    """Each stored record is parsed while the campaign runs (run.py's LiveCache on the
-    campaign's on_stored hook); at the end the cache is written, and the first load reads it
+    """Each stored record is parsed while the campaign runs (LiveCache on the campaign's
+    on_stored hook); at the end the cache is written, and the first load reads it
     and gets what a cold parse gives."""
     import pandas as pd
 
-    from interop_runner.cli.run import LiveCache
+    from interop_runner.analysis.live_cache import LiveCache
+    from interop_runner.measure.hooks import CampaignHooks
 
     cfg, testbed = load_campaign(campaign(tmp_path, """name: live-cache
 file_size: 1MiB
@@ -466,16 +469,21 @@ repetitions: 3
 monitors: [ethtool, sysfs, nstat, pidstat, mpstat]
 pairs: [{server: quic-go, client: quic-go}]
 """))
-    camp = Campaign(cfg, testbed, tmp_path / "results")
-    live = LiveCache(camp)
+    live = LiveCache()
     stored: list[Path] = []
-    camp.on_stored = lambda path: (stored.append(path), live.add(path)) and None
+
+    def on_stored(directory: Path, path: Path) -> None:
+        stored.append(path)
+        assert live.on_stored is not None
+        live.on_stored(directory, path)
+
+    camp = Campaign(cfg, testbed, tmp_path / "results", hooks=CampaignHooks(on_stored=on_stored))
     result = camp.execute()
     assert [p.parent.parent.name for p in stored] == ["1", "2", "3"]
     assert all(p.is_file() for p in stored)  # handed on after it was stored
     cache = result.directory / ".cache" / "attempts.parquet"
     assert not cache.exists()  # written at the end, from the final campaign.json
-    live.finish(result.directory)
+    assert live.finish(result.directory) is None
     written = cache.stat().st_mtime_ns
     first = load_results(result.directory)
     assert cache.stat().st_mtime_ns == written  # read, not parsed and written again

@@ -15,7 +15,7 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -24,8 +24,12 @@ from interop_runner.config.implementations import load_registry
 from interop_runner.errors import SchemaError, StoreError
 from interop_runner.measure import campaign as campaign_mod
 from interop_runner.measure import plan as plan_mod
-from interop_runner.measure.campaign import Campaign, CampaignResult, CampaignStopped, \
-    combined_status, ended_status
+from interop_runner.measure.hooks import CampaignHooks
+from interop_runner.measure.plan import build_plan
+from interop_runner.measure import prepare as prepare_mod
+from interop_runner.measure.campaign import Campaign
+from interop_runner.measure.outcome import CampaignResult, CampaignStopped, combined_status, \
+    ended_status
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.campaign_record import CAMPAIGN_SCHEMA_VERSION, \
     load_campaign_record
@@ -78,7 +82,7 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     _impl(root, "broken", "alpns: [http/1.1]\nready: tcp\n",
           {"setup": "#!/bin/sh\necho 'compiling'\necho 'error: no compiler' >&2\nexit 2\n",
            "run-server": SERVER, "run-client": "#!/bin/sh\nexit 1\n"})
-    for module in (campaign_mod, config_mod, plan_mod):
+    for module in (campaign_mod, config_mod, plan_mod, prepare_mod):
         monkeypatch.setattr(module, "load_registry", lambda: load_registry(root))
     return flags
 
@@ -116,9 +120,8 @@ def campaign(tmp_path: Path, body: str, testbeds: tuple[str, ...] = ("local-a",)
     cfg_file = tmp_path / "c.yml"
     cfg_file.write_text(f"name: local\n{where}\nfile_size: {SIZE}\nmonitors: []\n{body}")
     cfg, beds = load_campaign_testbeds(cfg_file)
-    camp = Campaign(cfg, beds, tmp_path / "results", resume=resume)
-    camp.connect = local_node
-    return camp
+    plan = build_plan(cfg, [b.name for b in beds], resume)
+    return Campaign(cfg, beds, tmp_path / "results", plan, CampaignHooks(connect=local_node))
 
 
 def assert_nodes_clean(tmp_path: Path) -> None:
@@ -133,6 +136,29 @@ def assert_nodes_clean(tmp_path: Path) -> None:
 
 def stored(result: CampaignResult) -> list[dict[str, Any]]:
     return [read_run(p) for p in iter_run_files(result.directory)]
+
+
+def test_records_carry_the_source_hash_of_the_tree_that_was_installed(
+        tmp_path: Path, registry: Path) -> None:
+    """The source hash is taken once, when an implementation is installed: a tree changed
+    while the campaign runs changes neither its campaign.json entry nor a later record."""
+    tree = tmp_path / "impls" / "plain"
+
+    def changing_tree(items: Iterator[Any], runs: Sequence[Any]) -> Iterator[Any]:
+        for n, item in enumerate(items):
+            if n:  # after the first attempt, before the next one is planned
+                (tree / "notes.txt").write_text(f"changed before attempt {n + 1}\n")
+            yield item
+
+    camp = campaign(tmp_path, "repetitions: 3\npairs: [{server: plain, client: plain}]\n")
+    result = camp.execute(progress=changing_tree)
+    doc = load_campaign_record(result.directory / "campaign.json")
+    assert doc.implementations is not None
+    installed = doc.implementations["server:plain"].source_hash
+    assert installed == doc.implementations["client:plain"].source_hash
+    assert installed != load_registry(tmp_path / "impls")["plain"].source_hash()  # changed
+    assert [(r.status, r.server.source_hash, r.client.source_hash) for r in result.records] \
+        == [("ok", installed, installed)] * 3
 
 
 def test_a_campaign_runs_end_to_end_and_writes_typed_records(tmp_path: Path,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from interop_runner.measure.campaign import Campaign
+from interop_runner.measure.plan import build_plan
 from interop_runner.config.campaign import load_campaign
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.config.knobs import DEFAULT_SOCKET_BUFFER
@@ -103,7 +104,7 @@ def test_two_axis_sweep_resumes_after_interruption(tmp_path, local_testbed, monk
     assert dry.stdout.count("(stored: skipped)") == 3
 
     monkeypatch.undo()
-    resumed = Campaign(cfg, testbed, tmp_path / "results", resume=camp)
+    resumed = Campaign(cfg, testbed, tmp_path / "results", build_plan(cfg, [testbed.name], camp))
     assert resumed.skipped == 3 and len(resumed.runs) == 5
     result = resumed.execute()
     assert [r.status for r in result.records] == ["ok"] * 5

@@ -16,6 +16,7 @@ import pytest
 from interop_runner.cli import main
 from interop_runner.cli.main import COMMANDS, build_parser
 from interop_runner.cli.main import main as module_main
+from interop_runner import errors
 from interop_runner.cli import run as cli_run
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
                                    RegistryError, StoreError, UserError)
@@ -48,7 +49,7 @@ def test_help_of_every_command(command: str, capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.parametrize("exc,code", [
     (ConfigError(["c.yml: pairs[0].server: unknown implementation 'x'"]), 2),
-    (cli_run.TestbedUnreachable("testbed t: server: connection refused"), 2),
+    (errors.TestbedUnreachable("testbed t: server: connection refused"), 2),
     (UserError("x: not a campaign directory"), 1),
     (ExecutorError("server: ssh dropped"), 1),
     (PreflightError("server: missing tools: ss"), 1),
@@ -105,20 +106,62 @@ def test_dry_run_estimates_from_earlier_results(tmp_path: Path,
                       "overhead 0.5 s per run and 3.5 s setup measured over 2 campaigns")
 
 
+def shuffled_config(path: Path, repetitions: int = 3) -> Path:
+    """A campaign file on the unreachable testbed whose runs are shuffled."""
+    path.write_text(f"name: bad\ntestbed: {GOOD.parent / 'testbeds' / 'base.yml'}\n"
+                    f"file_size: 1MiB\nrepetitions: {repetitions}\n"
+                    "pairs: [{server: quic-go, client: quic-go}]\n"
+                    "sweep: {order: shuffled, axes: [{path: knobs.rmem, values: [1x, 2x]}]}\n")
+    return path
+
+
+def stored_campaign(directory: Path, config: Path, seed: int) -> Path:
+    """A campaign directory as a campaign of ``config`` begins it: its campaign.json, built
+    by the storage layer's builder; nothing ran."""
+    from interop_runner.config.campaign import load_campaign_testbeds
+    from interop_runner.storage.campaign_record import PlanInfo, new_campaign_record, \
+        write_campaign
+
+    cfg, _ = load_campaign_testbeds(config)
+    directory.mkdir()
+    record = new_campaign_record(directory.name, cfg.model_dump(), {}, 6,
+                                 PlanInfo(order="shuffled", seed=seed, variants=["a", "b"]))
+    write_campaign(directory / "campaign.json", record)
+    return directory
+
+
 def test_dry_run_of_a_resume_uses_the_stored_seed(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    (tmp_path / "campaign.json").write_text(json.dumps({"plan": {"seed": 1234}}))
-    cfg = tmp_path / "shuffled.yml"
-    cfg.write_text(f"name: bad\ntestbed: {GOOD.parent / 'testbeds' / 'base.yml'}\n"
-                   "file_size: 1MiB\nrepetitions: 3\n"
-                   "pairs: [{server: quic-go, client: quic-go}]\n"
-                   "sweep: {order: shuffled, axes: [{path: knobs.rmem, values: [1x, 2x]}]}\n")
-    code = main(["run", str(cfg), "--dry-run", "--resume", str(tmp_path)])
+    cfg = shuffled_config(tmp_path / "shuffled.yml")
+    stored = stored_campaign(tmp_path / "bad_20260101T000000Z", cfg, seed=1234)
+    code = main(["run", str(cfg), "--dry-run", "--resume", str(stored)])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "order shuffled, seed 1234)" in out
+
+
+def test_a_changed_config_is_refused_on_resume_also_in_a_dry_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run --dry-run --resume`` builds the plan a real resume builds, so it refuses a config
+    that differs from the stored one with the same line and exit code (and connects to
+    nothing: the testbed is unreachable)."""
+    monkeypatch.chdir(ROOT)
+    cfg = shuffled_config(tmp_path / "shuffled.yml")
+    stored = stored_campaign(tmp_path / "bad_20260101T000000Z", cfg, seed=1234)
+    before = (stored / "campaign.json").read_bytes()
+    shuffled_config(cfg, repetitions=4)
+    outcomes = []
+    for dry in (["--dry-run"], []):
+        code = main(["run", str(cfg), *dry, "--resume", str(stored),
+                     "--results-dir", str(tmp_path / "results"), "--no-progress"])
+        outcomes.append((code, *capsys.readouterr()))
+    refused = f"error: {stored}: cannot resume: the config differs from the stored one in " \
+              "repetitions\n"
+    assert outcomes == [(1, "", refused), (1, "", refused)]
+    assert (stored / "campaign.json").read_bytes() == before
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -139,6 +182,11 @@ def test_user_errors_before_anything_runs(argv: list[str], message: str, tmp_pat
     assert main([a.format(**names) for a in argv]) == 1
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"error: {message.format(**names)}\n")
+
+
+def test_no_progress_shows_no_bar() -> None:
+    args = argparse.Namespace(no_progress=True)
+    assert cli_run._progress(args, None) is None  # type: ignore[arg-type]
 
 
 def test_python_dash_m_is_run_py(tmp_path: Path) -> None:

@@ -1,9 +1,8 @@
 """Estimates from what a testbed measured before (analysis/estimate.py) and the progress bar's
-time left (cli/run.py). Result trees are built in tmp_path from real stored documents."""
+time left (analysis/progress.py). Result trees are built in tmp_path from real stored documents."""
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from interop_runner.analysis import estimate
 from interop_runner.analysis.estimate import (History, RemainingTime, Source, Value,
                                               describe_estimate, estimate_plan, estimate_run,
                                               format_duration, learn_history)
-from interop_runner.cli import run as cli_run
+from interop_runner.analysis.progress import campaign_history, progress_bar, ticking
 
 from .conftest import ROOT
 
@@ -286,32 +285,22 @@ def test_the_bar_moves_after_each_run() -> None:
     clock = iter([0.0, 4.0, 9.0])
     bar = FakeBar()
     runs = [Planned(key="a"), Planned(key="b")]
-    ticking = cli_run._ticking(iter(runs), bar, RemainingTime({"a": 2.0, "b": 2.0}),
-                               clock=lambda: next(clock))
-    assert next(ticking) is runs[0] and bar.n == 0
-    assert next(ticking) is runs[1]
+    ticks = ticking(iter(runs), bar, RemainingTime({"a": 2.0, "b": 2.0}),
+                    clock=lambda: next(clock))
+    assert next(ticks) is runs[0] and bar.n == 0
+    assert next(ticks) is runs[1]
     assert (bar.n, bar.postfix) == (1, ["~4 s left"])  # 4 s for a 2 s estimate
-    assert list(ticking) == [] and bar.closed
+    assert list(ticks) == [] and bar.closed
     assert (bar.n, bar.postfix[-1]) == (2, "~0 s left")
-
-
-def test_no_progress_passes_the_runs_through(tmp_path: Path) -> None:
-    args = argparse.Namespace(no_progress=True)
-    runs = iter([1, 2])
-    assert cli_run._progress(args, None, None)(runs, 2) is runs  # type: ignore[arg-type]
 
 
 def test_the_progress_bar_shows_the_time_left(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    from types import SimpleNamespace
     store_campaign(tmp_path, "20261101T000000Z", [Att(mbps=8.0)])
     runs = [Planned(key="a"), Planned(key="b")]
-    campaign = SimpleNamespace(results_root=tmp_path, testbeds=[SimpleNamespace(name="local")],
-                               runs=runs, skipped=1)
-    cfg = SimpleNamespace(name="demo", file_size=10**6)
-    args = argparse.Namespace(no_progress=False)
-    progress = cli_run._progress(args, cfg, campaign)  # type: ignore[arg-type]
-    assert list(progress(iter(runs), len(runs))) == runs
+    history = campaign_history(tmp_path, ["local"], runs)
+    progress = progress_bar("demo", 10**6, history, workers=1, skipped=1)
+    assert list(progress(iter(runs), runs)) == runs
     err = capsys.readouterr().err
     # 1 MB at 8 Mbit/s and the guessed 1 s overhead: 2 x 2 s before the first run finishes
     assert "demo:  33%|" in err and "1/3 [00:00, ~4 s left]" in err

@@ -21,7 +21,9 @@ from typing import Any, Callable
 
 import pytest
 
-from interop_runner.measure.campaign import Campaign, CampaignStopped
+from interop_runner.measure.campaign import Campaign
+from interop_runner.measure.outcome import CampaignStopped
+from interop_runner.measure.plan import build_plan
 from interop_runner.config.campaign import load_campaign
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor
@@ -610,6 +612,7 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
     from interop_runner.measure import campaign as campaign_mod
     from interop_runner.config import campaign as config_mod
     from interop_runner.measure import plan as plan_mod
+    from interop_runner.measure import prepare as prepare_mod
     from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     before = host_state()
@@ -626,6 +629,7 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
     monkeypatch.setattr(campaign_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(config_mod, "load_registry", lambda: load_registry(root))
     monkeypatch.setattr(plan_mod, "load_registry", lambda: load_registry(root))
+    monkeypatch.setattr(prepare_mod, "load_registry", lambda: load_registry(root))
     cfg_path = write(tmp_path / "f-setup.yml", fault_config(tmp_path, "f-setup").read_text()
                      .replace("pairs: [{server: quic-go, client: quic-go}]",
                               "pairs: [{server: broken, client: quic-go}, "
@@ -645,7 +649,8 @@ def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
 
     def resume_api() -> bool:
         cfg, testbed = load_campaign(cfg_path)
-        again = Campaign(cfg, testbed, tmp_path / "results", resume=camp)
+        again = Campaign(cfg, testbed, tmp_path / "results",
+                         build_plan(cfg, [testbed.name], camp))
         assert again.skipped == 1 and len(again.runs) == 1
         again.execute()
         return json.loads((camp / "campaign.json").read_text())["status"] == "finished"

@@ -13,6 +13,7 @@ from interop_runner.config.implementations import (IMPLEMENTATIONS_DIR, Paramete
 from interop_runner.testbed.node import Node
 from interop_runner.config.params import StandardParams
 from interop_runner.measure.attempt import Attempt, AttemptPlan
+from interop_runner.measure.side import SidePlan
 
 CONTRACT_SERVER = {"ROLE", "TESTCASE", "IP", "PORT", "ALPN", "WWW", "CERTS", "LOGS",
                    "SSLKEYLOGFILE", "QLOGDIR", "SETUP_DIR"}
@@ -73,16 +74,16 @@ def test_env_contract(tmp_path):
     reg = load_registry()
     plan = AttemptPlan(
         campaign_id="camp_1", testbed="local", testcase="goodput", repetition=2, attempt=1,
-        server_meta=reg["quic-go"], client_meta=reg["quic-go"], server_version="v",
-        client_version="v", server_params={"force_buffers": False}, client_params={},
+        server=SidePlan("server", reg["quic-go"], "v", params={"force_buffers": False}),
+        client=SidePlan("client", reg["quic-go"], "v"),
         alpn="h3", port=4433, file_name="goodput-10.bin", file_size=10, file_digest="0" * 64,
         client_timeout=10, server_ready_timeout=5, keylog=True,
         std_params=StandardParams(cipher="TLS_AES_256_GCM_SHA384", gso=False,
                                   socket_rcvbuf="4MiB"))
     server, client = _node("server", tmp_path), _node("client", tmp_path)
     att = Attempt(plan, server, client, tmp_path / "out")
-    senv = att._env(server, att.server_logs, plan.server_meta, plan.server_params)
-    cenv = att._env(client, att.client_logs, plan.client_meta, plan.client_params)
+    senv = att._env(server, att.server_logs, plan.server)
+    cenv = att._env(client, att.client_logs, plan.client)
     assert CONTRACT_SERVER <= set(senv) and CONTRACT_CLIENT <= set(cenv)
     assert senv["ROLE"] == "server" and cenv["ROLE"] == "client"
     assert senv["IP"] == cenv["IP"] == "198.19.0.1"

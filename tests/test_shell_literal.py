@@ -31,6 +31,7 @@ from interop_runner.remote.ssh import SSHExecutor, SSHTarget
 from interop_runner.config.implementations import ImplementationMeta, ParameterSpec
 from interop_runner.testbed.node import Node
 from interop_runner.measure.attempt import Attempt, AttemptPlan
+from interop_runner.measure.side import SidePlan
 from interop_runner.storage.store import new_campaign_dir
 
 CANARY = "PWNED"  # every hostile value tries to create a file of this name
@@ -190,8 +191,8 @@ def make_node(base: Path, role: str, ex: Executor, dirname: str) -> Node:
 def plan(meta: ImplementationMeta, params: dict[str, Any]) -> AttemptPlan:
     return AttemptPlan(
         campaign_id="evil_20260101T000000Z", testbed="t", testcase="goodput", repetition=1,
-        attempt=1, server_meta=meta, client_meta=meta, server_version="1", client_version="1",
-        server_params=params, client_params=params, alpn="h3", port=4433, file_name="f",
+        attempt=1, server=SidePlan("server", meta, "1", params=params),
+        client=SidePlan("client", meta, "1", params=params), alpn="h3", port=4433, file_name="f",
         file_size=1, file_digest=hashlib.sha256(b"x").hexdigest(), hash_algorithm="sha256",
         client_timeout=60,
         server_ready_timeout=5)
@@ -237,8 +238,8 @@ def test_orchestrator_scripts_get_literal_values(kind: str, tmp_path: Path) -> N
             ex.run(["cp", str(meta.path / script), f"{node.impl_dir('evil')}/{script}"],
                    timeout=30)
     attempt = Attempt(plan(meta, {"label": label}), server, client, tmp_path / "out")
-    senv = attempt._env(server, attempt.server_logs, meta, {"label": label})
-    cenv = attempt._env(client, attempt.client_logs, meta, {"label": label})
+    senv = attempt._env(server, attempt.server_logs, attempt.plan.server)
+    cenv = attempt._env(client, attempt.client_logs, attempt.plan.client)
     assert senv["PARAM_LABEL"] == cenv["PARAM_LABEL"] == label
     for node, logs in ((server, attempt.server_logs), (client, attempt.client_logs)):
         node.run(["mkdir", "-p", logs])

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from interop_runner.cli import compare, history, report, results, run, sources, testbed
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
-                                   RegistryError, StoreError, UserError)
+                                   RegistryError, StoreError, TestbedUnreachable, UserError)
 from interop_runner.storage.store import private_umask
 
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    except run.TestbedUnreachable as exc:  # the testbed file names a host or key that is wrong
+    except TestbedUnreachable as exc:  # the testbed file names a host or key that is wrong
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RUNTIME_ERRORS as exc:

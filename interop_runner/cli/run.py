@@ -4,28 +4,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from interop_runner.cli.results import print_matrix
 from interop_runner.cli.testbed import ensure_local_testbed
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
-from interop_runner.errors import SchemaError, UserError
+from interop_runner.errors import UserError
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
-    from interop_runner.analysis.campaign_cache import CampaignCache
-    from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig
-    from interop_runner.measure.campaign import Campaign, CampaignResult
-    from interop_runner.analysis.estimate import History, RemainingTime
-    from interop_runner.measure.plan import PlannedRun
-
-Progress = Callable[[Iterator[Any], int], Iterator[Any]]
-
-
-class TestbedUnreachable(Exception):
-    """A node of the testbed file cannot be reached or authenticated before anything ran."""
+    from interop_runner.analysis.live_cache import LiveCache
+    from interop_runner.analysis.progress import ProgressBar
+    from interop_runner.config.campaign import CampaignConfig, TestbedConfig
+    from interop_runner.measure.campaign import Campaign
+    from interop_runner.measure.hooks import Undecided
+    from interop_runner.measure.outcome import CampaignResult
+    from interop_runner.measure.plan import CampaignPlan
 
 
 def register(sub: "argparse._SubParsersAction[Any]") -> None:
@@ -66,14 +61,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(t.local for t in testbeds):
         ensure_local_testbed()
     _check_creatable(results_root)
-    campaign = _campaign(args, cfg, testbeds, results_root)
-    cache = LiveCache(campaign)
+    from interop_runner.analysis.live_cache import LiveCache
+
+    cache = LiveCache(len(testbeds))
+    campaign = _campaign(args, cfg, testbeds, results_root, cache)
     try:
-        result = campaign.execute(progress=_progress(args, cfg, campaign))
+        result = campaign.execute(progress=_progress(args, campaign))
     except KeyboardInterrupt:
         print("\ninterrupted: nodes cleaned up; stored attempts are kept", file=sys.stderr)
         return 130
-    cache.finish(result.directory)
+    warning = cache.finish(result.directory)
+    if warning is not None:
+        print(warning, file=sys.stderr)
     code = _print_result(result)
     if not args.no_history:  # a failure is a warning line: the campaign itself is stored
         from interop_runner.cli.history import auto_ingest
@@ -83,62 +82,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
+def _plan(args: argparse.Namespace, cfg: "CampaignConfig",
+          testbeds: "list[TestbedConfig]") -> "CampaignPlan":
+    """The campaign's plan (``--resume``: the stored campaign's, its config compared)."""
+    from interop_runner.measure.plan import build_plan
+
+    return build_plan(cfg, [t.name for t in testbeds], args.resume)
+
+
 # -------------------------------------------------------------------------------- dry run ----
 
 
 def dry_run(args: argparse.Namespace, cfg: "CampaignConfig",
             testbeds: "list[TestbedConfig]") -> int:
     """Print the planned runs, their count and an estimated duration."""
-    from interop_runner.measure.plan import completed_keys, plan_runs
-
-    seed = _seed(args.resume)
-    runs = plan_runs(cfg, seed, [t.name for t in testbeds])
-    done = completed_keys(args.resume, cfg, runs) if args.resume is not None else set()
-    for run in runs:
+    plan = _plan(args, cfg, testbeds)
+    for run in plan.runs:
         note = "" if run.alpn else "  (unsupported: no common protocol)"
-        if run.key in done:
+        if run.key in plan.done:
             note += "  (stored: skipped)"
         variant = f" {run.variant.id}" if run.variant.id else ""
         print(f"{run.server:>10} -> {run.client:<10} rep {run.repetition:<4}{variant} "
               f"alpn={run.alpn or '-'}{note}")
-    _print_plan_summary(cfg, testbeds, seed, runs, [r for r in runs if r.key not in done],
-                        args.results_dir or Path(cfg.results_dir))
+    _print_plan_summary(cfg, testbeds, plan, args.results_dir or Path(cfg.results_dir))
     return 0
 
 
-def _seed(resume: Path | None) -> int:
-    """A fresh plan seed, or the one of the campaign being resumed."""
-    from interop_runner.measure.plan import draw_seed
-
-    seed = draw_seed()
-    if resume is None:
-        return seed
-    from interop_runner.storage.campaign_record import read_campaign
-
-    try:
-        stored: int = read_campaign(resume / "campaign.json").get("plan", {}).get("seed", seed)
-    except SchemaError as exc:
-        raise UserError(f"cannot resume: {exc}") from None
-    except (OSError, ValueError, AttributeError) as exc:
-        raise UserError(f"{resume / 'campaign.json'}: cannot resume: {exc}") from None
-    return stored
-
-
-def _print_plan_summary(cfg: "CampaignConfig", testbeds: "list[TestbedConfig]", seed: int,
-                        runs: "list[PlannedRun]", todo: "list[PlannedRun]",
-                        results_dir: Path) -> None:
+def _print_plan_summary(cfg: "CampaignConfig", testbeds: "list[TestbedConfig]",
+                        plan: "CampaignPlan", results_dir: Path) -> None:
     from interop_runner.analysis.estimate import describe_estimate, estimate_plan
+    from interop_runner.analysis.progress import campaign_history
     from interop_runner.measure.plan import plan_order
 
-    est = estimate_plan(_history(results_dir, testbeds, todo), todo, cfg.file_size,
+    names, todo = [t.name for t in testbeds], plan.todo
+    est = estimate_plan(campaign_history(results_dir, names, todo), todo, cfg.file_size,
                         workers=len(testbeds))
     order = plan_order(cfg, len(testbeds))
-    seed_note = f", seed {cfg.sweep.seed if cfg.sweep.seed is not None else seed}" \
+    seed_note = f", seed {cfg.sweep.seed if cfg.sweep.seed is not None else plan.seed}" \
         if order == "shuffled" else ""
-    print(f"{len(runs)} run(s) ({len({r.variant.id for r in runs})} variant(s) x "
+    print(f"{len(plan.runs)} run(s) ({len({r.variant.id for r in plan.runs})} variant(s) x "
           f"{len(cfg.pair_list())} pair(s) x {cfg.repetitions} repetition(s), order "
           f"{order}{seed_note}), {len(todo)} to run; file {format_iec(cfg.file_size)}, "
-          f"testbed {', '.join(t.name for t in testbeds)}"
+          f"testbed {', '.join(names)}"
           f"{' (' + cfg.distribute + ')' if len(testbeds) > 1 else ''}")
     print(describe_estimate(est))
     if cfg.sweep.adaptive is not None:
@@ -170,20 +155,32 @@ def _check_creatable(results_root: Path) -> None:
 
 
 def _campaign(args: argparse.Namespace, cfg: "CampaignConfig", testbeds: "list[TestbedConfig]",
-              results_root: Path) -> "Campaign":
-    """The campaign, its nodes probed, with the callbacks the command line wants."""
+              results_root: Path, cache: "LiveCache") -> "Campaign":
+    """The campaign with its plan (a resume refused before any connection), its nodes
+    probed, and the hooks the command line wires in."""
     from interop_runner.measure.campaign import Campaign
+    from interop_runner.measure.hooks import CampaignHooks
+    from interop_runner.measure.preflight import probe_nodes
 
-    campaign = Campaign(cfg, testbeds, results_root, keep_files=args.keep_files or None,
-                        resume=args.resume)
-    campaign.trusted_before = probe_nodes(testbeds, cfg, cfg.timeouts.command)
-    if campaign.skipped:
-        print(f"resuming {args.resume}: {campaign.skipped} run(s) already stored, "
-              f"{len(campaign.runs)} to go", file=sys.stderr)
-    campaign.on_setup_error = _setup_failed
-    if cfg.sweep.adaptive is not None:
-        campaign.undecided = undecided_cells(cfg)
-    return campaign
+    plan = _plan(args, cfg, testbeds)
+    hooks = CampaignHooks(on_setup_error=_setup_failed, on_stored=cache.on_stored,
+                          undecided=_undecided(cfg),
+                          trusted_before=probe_nodes(testbeds, cfg, cfg.timeouts.command))
+    if plan.skipped:
+        print(f"resuming {args.resume}: {plan.skipped} run(s) already stored, "
+              f"{len(plan.todo)} to go", file=sys.stderr)
+    return Campaign(cfg, testbeds, results_root, plan, hooks,
+                    keep_files=args.keep_files or None)
+
+
+def _undecided(cfg: "CampaignConfig") -> "Undecided | None":
+    """An adaptive A/B campaign's question for another round (the analysis, and pandas, are
+    imported only for such a campaign)."""
+    if cfg.sweep.adaptive is None:
+        return None
+    from interop_runner.analysis.ab.compare import undecided_cells
+
+    return undecided_cells(cfg)
 
 
 def _setup_failed(message: str, tail: str) -> None:
@@ -193,116 +190,17 @@ def _setup_failed(message: str, tail: str) -> None:
         print(f"  | {line}", file=sys.stderr)
 
 
-def _progress(args: argparse.Namespace, cfg: "CampaignConfig", campaign: "Campaign") -> Progress:
-    """A tqdm progress bar over the whole campaign with the estimated time left (none with
+def _progress(args: argparse.Namespace, campaign: "Campaign") -> "ProgressBar | None":
+    """A progress bar over the whole campaign with the estimated time left (none with
     ``--no-progress``)."""
     if args.no_progress:
-        return lambda it, total: it
-    history = _history(campaign.results_root, campaign.testbeds, campaign.runs)
+        return None
+    from interop_runner.analysis.progress import campaign_history, progress_bar
 
-    def progress(it: Iterator[Any], total: int) -> Iterator[Any]:
-        from tqdm import tqdm
-
-        left = _remaining(history, cfg, campaign)
-        # over the whole campaign: runs stored before a resume count as done
-        bar = tqdm(total=total + campaign.skipped, initial=campaign.skipped, unit="run",
-                   desc=cfg.name, file=sys.stderr, postfix=left.label(),
-                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
-        return _ticking(it, bar, left)
-
-    return progress
-
-
-def _history(results_dir: Path, testbeds: "list[TestbedConfig]",
-             runs: "list[PlannedRun]") -> "History":
-    """What the campaign's testbeds measured before, for the pairs of ``runs``."""
-    from interop_runner.analysis.estimate import learn_history
-
-    return learn_history(results_dir, [t.name for t in testbeds],
-                         {(r.server, r.client) for r in runs})
-
-
-def _remaining(history: "History", cfg: "CampaignConfig", campaign: "Campaign"
-               ) -> "RemainingTime":
-    """The time left of the runs the campaign is about to go through (``campaign.runs``: an
-    adaptive round replaces them). With several testbeds the bar starts before their setup."""
-    from interop_runner.analysis.estimate import RemainingTime, estimate_plan, estimate_run
-
-    runs, workers = campaign.runs, len(campaign.testbeds)
-    estimates = {r.key: estimate_run(history, r, cfg.file_size).seconds for r in runs}
-    return RemainingTime(estimates, setup_s=history.setup.value if workers > 1 else 0.0,
-                         workers=workers,
-                         guess=estimate_plan(history, runs, cfg.file_size, workers).guess)
-
-
-def _ticking(it: Iterator[Any], bar: Any, left: "RemainingTime",
-             clock: Callable[[], float] | None = None) -> Iterator[Any]:
-    """Pass the items on; when the consumer comes back for the next one, the previous run
-    is done: move the bar and estimate the time left again (``clock``: time.monotonic)."""
-    import time
-
-    now = clock or time.monotonic
-    start = now()
-    try:
-        for item in it:
-            yield item
-            left.finished(now() - start, getattr(item, "key", None))
-            bar.set_postfix_str(left.label(), refresh=False)
-            bar.update(1)
-    finally:
-        bar.close()
-
-
-class LiveCache:
-    """Parses each record the campaign stores into the campaign's Parquet cache (on the
-    campaign's deferred-work thread, while the next attempt gets ready), so the cache is
-    complete when the campaign ends and the first load reads it."""
-
-    def __init__(self, campaign: "Campaign") -> None:
-        self.campaign = campaign
-        self._cache: "CampaignCache | None" = None
-        self._failed: str | None = None
-        # pandas and the parsers load during the campaign's set-up, not before a transfer
-        self._import = threading.Thread(target=_import_cache_module, daemon=True)
-        if len(campaign.testbeds) > 1:
-            # several testbeds run in forked workers: no thread may hold the import lock
-            # when they fork, and their records are parsed at the end (finish)
-            return
-        self._import.start()
-        campaign.on_stored = self.add
-
-    def add(self, run_json: Path) -> None:
-        """Parse one stored record (a failure only costs the cache: the records stay)."""
-        if self._import.is_alive():
-            self._import.join()
-        if self._failed is not None or self.campaign.directory is None:
-            return
-        try:
-            from interop_runner.analysis.campaign_cache import CampaignCache
-
-            if self._cache is None:
-                self._cache = CampaignCache(self.campaign.directory)
-            self._cache.add(run_json)
-        except Exception as exc:  # noqa: BLE001 - load_results parses cold instead
-            self._failed = f"{run_json}: {exc!r}"
-
-    def finish(self, directory: Path) -> None:
-        """Write the cache (every record parsed now that was not added: several testbeds)."""
-        if self._import.is_alive():
-            self._import.join()
-        if self._failed is not None:
-            print(f"warning: no results cache written ({self._failed})", file=sys.stderr)
-            return
-        from interop_runner.analysis.campaign_cache import CampaignCache
-
-        (self._cache or CampaignCache(directory)).finish()
-
-
-def _import_cache_module() -> None:
-    try:
-        import interop_runner.analysis.campaign_cache  # noqa: F401
-    except Exception:  # noqa: BLE001 - LiveCache.add meets the same error and reports it
-        pass
+    names = [t.name for t in campaign.testbeds]
+    history = campaign_history(campaign.results_root, names, campaign.runs)
+    return progress_bar(campaign.cfg.name, campaign.cfg.file_size, history, len(names),
+                        campaign.skipped)
 
 
 def _print_result(result: "CampaignResult") -> int:
@@ -319,62 +217,3 @@ def _print_result(result: "CampaignResult") -> int:
           f"{result.wall_s:.1f} s wall time; goodput in Mbit/s; CPU cost in CPU-s/GiB: user + "
           "system seconds of each side's processes per GiB delivered)")
     return 0 if (frame["status"] == "ok").any() else 4
-
-
-def undecided_cells(cfg: "CampaignConfig") -> "Callable[[Path], set[tuple[str, str]]]":
-    """For adaptive A/B campaigns: the cells whose verdict is still ``inconclusive``."""
-    from interop_runner.analysis import load_results
-    from interop_runner.analysis.ab.compare import compare_variants
-    from interop_runner.config.sweep import variants
-
-    assert cfg.sweep.adaptive is not None
-    arm_a, arm_b = (v.id for v in variants(cfg.sweep))
-    min_effect = cfg.sweep.adaptive.min_effect
-
-    def undecided(directory: Path) -> set[tuple[str, str]]:
-        frame = load_results(directory, cache=False)
-        result = compare_variants(frame, "variant", arm_a, arm_b, min_effect=min_effect)
-        open_ = result[result["verdict"] == "inconclusive"]
-        return {(str(s), str(c)) for s, c in zip(open_["server"], open_["client"])}
-
-    return undecided
-
-
-def probe_nodes(testbeds: "list[TestbedConfig]", cfg: "CampaignConfig", timeout: float
-                ) -> dict[str, list[dict[str, str]]]:
-    """Connect to every node before a campaign directory exists, so an unreachable host, a
-    wrong host key, a node another runner is using (its lease) or a knob the node cannot have
-    (CPUs it lacks, from its host facts) is a one-line error that leaves nothing behind.
-    Returns the host keys accepted on first use, per testbed, for campaign.json."""
-    from interop_runner.measure.preflight import check_knobs_on_nodes
-
-    trusted: dict[str, list[dict[str, str]]] = {}
-    facts: list[tuple[str, str, dict[str, Any]]] = []
-    for testbed in testbeds:
-        for name, node_cfg in testbed.nodes.items():
-            keys, node_facts = _probe_node(testbed, name, node_cfg, timeout)
-            trusted.setdefault(testbed.name, []).extend(keys)
-            facts.append((name, node_cfg.role, node_facts))
-    check_knobs_on_nodes(cfg, facts)
-    return trusted
-
-
-def _probe_node(testbed: "TestbedConfig", name: str, node_cfg: "NodeConfig", timeout: float
-                ) -> tuple[list[dict[str, str]], dict[str, Any]]:
-    """(host keys trusted on first use, host facts) of one node; NodeBusy when another
-    runner holds its lease."""
-    from interop_runner.errors import ConnectError, NodeBusy
-    from interop_runner.testbed.node import Node
-
-    try:
-        node = Node.connect(name, node_cfg, "probe", timeout)
-    except ConnectError as exc:
-        raise TestbedUnreachable(f"testbed {testbed.name}: {exc}") from None
-    try:
-        busy = node.lease_holder()
-        if busy:
-            raise NodeBusy(f"testbed {testbed.name}: {name}: {node_cfg.workdir} is in use by "
-                           f"{busy}; wait for it to finish or stop it first")
-        return list(node.trusted_host_keys), node.collect_facts()
-    finally:
-        node.close()

@@ -17,13 +17,14 @@ from interop_runner.errors import ConnectError, ExecutorError, KnobError
 
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.config.implementations import EXIT_UNSUPPORTED, ImplementationMeta
-from interop_runner.config.knobs import Knobs
 from interop_runner.testbed.files import HASH_COMMANDS
 from interop_runner.testbed.knobs import KnobState, NodeKnobs
 from interop_runner.measure.container import ContainerSide, qir_testcase
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.testbed.node import Node
-from interop_runner.config.params import StandardParams, check_negotiated, parse_negotiated, resolve
+from interop_runner.config.params import Resolved, StandardParams, check_negotiated, \
+    parse_negotiated
+from interop_runner.measure.side import SidePlan
 from interop_runner.measure.postprocess import process_handshake, process_pcaps, process_perf
 from interop_runner.storage.layout import utc_now
 from interop_runner.storage.run_record import HOST_KEYS, RunRecord, Side, Status
@@ -58,19 +59,16 @@ _VERIFY = 'if [ -f "$0" ]; then stat -c %s -- "$0"; "$1" -- "$0"; else echo miss
 
 @dataclass
 class AttemptPlan:
-    """Everything one attempt needs, prepared by the campaign."""
+    """Everything one attempt needs, prepared by the campaign: one flow (a server side and a
+    client side) and how it is measured."""
 
     campaign_id: str
     testbed: str
     testcase: str
     repetition: int
     attempt: int
-    server_meta: ImplementationMeta
-    client_meta: ImplementationMeta
-    server_version: str | None
-    client_version: str | None
-    server_params: dict[str, Any]
-    client_params: dict[str, Any]
+    server: SidePlan
+    client: SidePlan
     alpn: str | None
     port: int
     file_name: str
@@ -84,29 +82,26 @@ class AttemptPlan:
     std_params: StandardParams = field(default_factory=StandardParams)
     variant: str = ""
     axes: dict[str, Any] = field(default_factory=dict)
-    server_knobs: Knobs = field(default_factory=Knobs)
-    client_knobs: Knobs = field(default_factory=Knobs)
     # the pair as written in the campaign (differs from the implementations under `impl`)
     cell: tuple[str, str] | None = None
-    # the image a side runs from on its node (image implementations; None: native scripts)
-    server_image: str | None = None
-    client_image: str | None = None
     hash_algorithm: str = "blake3"  # of file_digest: "blake3" or "sha256"
 
     @property
     def pair(self) -> str:
-        return f"{self.server_meta.name}_{self.client_meta.name}"
+        return f"{self.server.meta.name}_{self.client.meta.name}"
 
-    def side(self, role: str, node: Node) -> Side:
+    @property
+    def sides(self) -> tuple[SidePlan, SidePlan]:
+        """The server side and the client side."""
+        return self.server, self.client
+
+    def resolved(self, side: SidePlan) -> Resolved:
+        """The standard parameters as ``side``'s implementation runs them."""
+        return side.resolve(self.std_params, keylog=self.keylog, qlog=self.qlog)
+
+    def side_record(self, side: SidePlan, node: Node) -> Side:
         """The record of one side before it runs: versions, parameters, unhonoured requests."""
-        meta = self.server_meta if role == "server" else self.client_meta
-        res = resolve(self.std_params, meta.supports, meta.name, keylog=self.keylog,
-                      qlog=self.qlog)
-        return Side(implementation=meta.name,
-                    version=self.server_version if role == "server" else self.client_version,
-                    source_hash=meta.source_hash(), node=node.name,
-                    params=dict(self.server_params if role == "server" else self.client_params),
-                    effective=res.effective, unhonoured=res.unhonoured)
+        return side.record(node, self.std_params, keylog=self.keylog, qlog=self.qlog)
 
 
 _SIGNALS = {int(s): s.name for s in signal.Signals}
@@ -125,7 +120,7 @@ def new_record(plan: AttemptPlan, server: Node, client: Node) -> RunRecord:
     return RunRecord(
         campaign=plan.campaign_id, testcase=plan.testcase, repetition=plan.repetition,
         attempt=plan.attempt, testbed=plan.testbed, alpn=plan.alpn,
-        server=plan.side("server", server), client=plan.side("client", client),
+        server=plan.side_record(plan.server, server), client=plan.side_record(plan.client, client),
         params=plan.std_params.model_dump(), variant=plan.variant, axes=dict(plan.axes),
         hosts={n.cfg.role: {k: n.facts.get(k) for k in HOST_KEYS} for n in (server, client)},
         cell={"server": plan.cell[0], "client": plan.cell[1]} if plan.cell else None,
@@ -173,26 +168,24 @@ class Attempt:
         self.client_logs = f"{client.runs_dir}/{rel}/client"
         self._server_proc: Background | None = None
         self.abort: BaseException | None = None
-        self._knobs = {"server": (server_knobs, plan.server_knobs),
-                       "client": (client_knobs, plan.client_knobs)}
+        self._knobs = {"server": (server_knobs, plan.server.knobs),
+                       "client": (client_knobs, plan.client.knobs)}
         self._knob_states: dict[str, KnobState] = {}
         self._cpus: dict[str, str] = {}
         token = f"{plan.campaign_id}-{plan.pair}-{plan.repetition}-{plan.attempt}"
         token = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{token}-{plan.variant}" if plan.variant
                        else token)
         self._containers = {
-            role: ContainerSide(node, meta, image, logs, token)
-            for role, node, meta, image, logs in (
-                ("server", server, plan.server_meta, plan.server_image, self.server_logs),
-                ("client", client, plan.client_meta, plan.client_image, self.client_logs))
-            if image is not None}
+            side.role: ContainerSide(node, side.meta, side.image, logs, token)
+            for side, node, logs in ((plan.server, server, self.server_logs),
+                                     (plan.client, client, self.client_logs))
+            if side.image is not None}
 
     # -- environment ---------------------------------------------------------------------------
-    def _env(self, node: Node, logs: str, meta: ImplementationMeta,
-             params: dict[str, Any]) -> dict[str, str]:
+    def _env(self, node: Node, logs: str, side: SidePlan) -> dict[str, str]:
         p = self.plan
         if node.cfg.role in self._containers:
-            return self._container_env(node, meta, params)
+            return self._container_env(node, side)
         server_ip = self.server.cfg.ip
         host = f"[{server_ip}]" if ":" in server_ip else server_ip
         base = {
@@ -201,17 +194,15 @@ class Attempt:
             "SSLKEYLOGFILE": f"{logs}/keys.log" if p.keylog else "",
             "QLOGDIR": f"{logs}/qlog" if p.qlog else "",
         }
-        base.update(resolve(p.std_params, meta.supports, meta.name, keylog=p.keylog,
-                            qlog=p.qlog).env)
+        base.update(p.resolved(side).env)
         if node.cfg.role == "server":
             base["WWW"] = node.www
         else:
             base["DOWNLOADS"] = node.downloads
             base["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
-        return node.script_env(meta, base, params)
+        return node.script_env(side.meta, base, side.params)
 
-    def _container_env(self, node: Node, meta: ImplementationMeta,
-                       params: dict[str, Any]) -> dict[str, str]:
+    def _container_env(self, node: Node, side: SidePlan) -> dict[str, str]:
         """QIR's endpoint environment (paths inside the container) plus the standard
         parameters, which the project's own images honour and QIR images ignore."""
         p = self.plan
@@ -219,12 +210,11 @@ class Attempt:
                "ALPN": p.alpn or "", "PORT": str(p.port),
                "SSLKEYLOGFILE": "/logs/keys.log" if p.keylog else "",
                "QLOGDIR": "/logs/qlog" if p.qlog else ""}
-        env.update(resolve(p.std_params, meta.supports, meta.name, keylog=p.keylog,
-                           qlog=p.qlog).env)
+        env.update(p.resolved(side).env)
         if node.cfg.role == "client":
             host = "server6" if ":" in self.server.cfg.ip else "server4"
             env["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
-        return {**env, **meta.param_env(dict(params))}
+        return {**env, **side.meta.param_env(dict(side.params))}
 
     # -- phases --------------------------------------------------------------------------------
     def run(self, postprocess: bool = True) -> RunRecord:
@@ -237,14 +227,14 @@ class Attempt:
         """
         rec, p = self.record, self.plan
         rec.started_at = utc_now()
-        senv = self._env(self.server, self.server_logs, p.server_meta, p.server_params)
-        cenv = self._env(self.client, self.client_logs, p.client_meta, p.client_params)
+        senv = self._env(self.server, self.server_logs, p.server)
+        cenv = self._env(self.client, self.client_logs, p.client)
         try:
             self.server.run(["mkdir", "-p", self.server_logs])
             self.client.run(["mkdir", "-p", self.client_logs, self.client.downloads])
             self._apply_knobs()
-            if self._script(self.server, p.server_meta, "pre", senv) and \
-                    self._script(self.client, p.client_meta, "pre", cenv) and \
+            if self._script(self.server, p.server.meta, "pre", senv) and \
+                    self._script(self.client, p.client.meta, "pre", cenv) and \
                     self._start_server(senv):
                 self._measure(cenv)
         except KnobError as exc:
@@ -345,7 +335,7 @@ class Attempt:
 
     def _start_server(self, env: dict[str, str]) -> bool:
         p, node = self.plan, self.server
-        flag = "-lun" if p.server_meta.ready == "udp" else "-ltn"
+        flag = "-lun" if p.server.meta.ready == "udp" else "-ltn"
         # A leftover listener would make the readiness check lie and serve the client instead.
         busy = node.run(["ss", "-H", flag, f"sport = :{p.port}"]).stdout.strip()
         if busy:
@@ -354,7 +344,7 @@ class Attempt:
             return False
         if "server" in self._containers:
             return self._start_server_container(env, flag)
-        d = node.impl_dir(p.server_meta.name)
+        d = node.impl_dir(p.server.meta.name)
         self._server_proc = node.executor.start(
             self._pinned("server", [f"{d}/run-server"]), stdout=f"{self.server_logs}/server.stdout.log",
             stderr=f"{self.server_logs}/server.stderr.log", env=env, cwd=d)
@@ -426,7 +416,7 @@ class Attempt:
         if "client" in self._containers:
             self._run_client_container(env)
             return
-        d = node.impl_dir(p.client_meta.name)
+        d = node.impl_dir(p.client.meta.name)
         pidstat_out = f"{self.client_logs}/pidstat.txt" if self.cmon.active("pidstat") else ""
         try:
             # tracked: a runner killed now leaves the group in the node's process journal
@@ -566,8 +556,8 @@ class Attempt:
                 code = self.server.executor.stop(self._server_proc, grace=5)
                 if self.record.server.exit_code is None:
                     self.record.server.exit_code = code
-            self._script(self.server, p.server_meta, "post", senv)
-            self._script(self.client, p.client_meta, "post", cenv)
+            self._script(self.server, p.server.meta, "post", senv)
+            self._script(self.client, p.client.meta, "post", cenv)
         finally:
             try:
                 self._end_containers()

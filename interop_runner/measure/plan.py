@@ -10,6 +10,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.implementations import common_alpn, load_registry, resolve
@@ -121,3 +122,39 @@ def check_resume(directory: Path, cfg: CampaignConfig) -> CampaignRecord:
         raise StoreError(f"{directory}: cannot resume: the config differs from the stored one "
                          f"in {', '.join(changed)}")
     return previous
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """What a campaign will run: every planned run in order, the ones already stored (a
+    resumed campaign) and the record of the campaign being resumed."""
+
+    seed: int  # recorded in campaign.json; the order's seed unless the config fixes one
+    runs: tuple[PlannedRun, ...]  # every run of the plan, stored ones too
+    done: frozenset[str] = frozenset()  # keys of the runs already stored (resume)
+    resume: Path | None = None  # the directory of the campaign being resumed
+    previous: CampaignRecord | None = None  # its campaign.json
+
+    @property
+    def todo(self) -> list[PlannedRun]:
+        """The runs still to run, in order."""
+        return [r for r in self.runs if r.key not in self.done]
+
+    @property
+    def skipped(self) -> int:
+        """How many planned runs are stored already."""
+        return len(self.done)
+
+
+def build_plan(cfg: CampaignConfig, testbeds: Sequence[str],
+               resume: Path | None = None) -> CampaignPlan:
+    """The plan of a campaign on ``testbeds`` (their names): a fresh one, or (``resume``) the
+    one of the campaign stored there, whose config must be the same (:func:`check_resume`)
+    and whose recorded seed gives the same order; its stored runs count as done."""
+    seed = cfg.sweep.seed if cfg.sweep.seed is not None else draw_seed()
+    previous = check_resume(resume, cfg) if resume is not None else None
+    if previous is not None and previous.plan.seed is not None:
+        seed = previous.plan.seed
+    runs = plan_runs(cfg, seed, list(testbeds))
+    done = completed_keys(resume, cfg, runs) if resume is not None else set()
+    return CampaignPlan(seed, tuple(runs), frozenset(done), resume, previous)

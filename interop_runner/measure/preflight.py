@@ -1,7 +1,8 @@
 """Preflight of the knobs against the nodes: settings a node cannot have are refused before
 anything runs, as one line per problem naming the node and the key.
 
-Pure functions over the campaign config and a node's host-facts summary
+:func:`probe_nodes` connects to every node for its host facts before a campaign directory
+exists; the rest are pure functions over the campaign config and a node's host-facts summary
 (:func:`interop_runner.parsers.hostfacts.summarize_facts`). Checked today: the CPUs of a
 ``pin`` (every variant of the sweep) against the node's online CPUs. ``nic-local`` and
 ``nic-remote`` are resolved on the node later and are not checked here. The MTU is not
@@ -10,13 +11,17 @@ checked: the facts hold the interface's current MTU, not the NIC's limits.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from interop_runner.config.campaign import CampaignConfig, variant_configs
+from interop_runner.config.campaign import CampaignConfig, NodeConfig, TestbedConfig, \
+    variant_configs
 from interop_runner.config.knobs import (cpu_ranges, format_cpu_ranges, format_cpulist,
                                          parse_cpulist)
 from interop_runner.config.sweep import Variant
-from interop_runner.errors import PreflightError
+from interop_runner.errors import ConnectError, NodeBusy, PreflightError, TestbedUnreachable
+
+if TYPE_CHECKING:
+    from interop_runner.testbed.knobs import NodeKnobs
 
 NIC_PINS = ("nic-local", "nic-remote")
 
@@ -107,3 +112,62 @@ def check_knobs_on_nodes(cfg: CampaignConfig,
                 for line in knob_problems(cfg, name, role, facts)]
     if problems:
         raise PreflightError("; ".join(problems))
+
+
+def check_knobs_on_testbed(cfg: CampaignConfig, local: bool,
+                           knobs: Mapping[str, NodeKnobs]) -> None:
+    """Refuse knob settings the testbed cannot have, before any run: on the ``local``
+    (namespace) testbed socket buffers that differ between the sides, and delay or reorder
+    where a node (``knobs``: its handler per role) has no netem."""
+    configs = [vcfg for _, vcfg in variant_configs(cfg)]
+    if local:
+        for vcfg in configs:
+            s, c = vcfg.side_knobs("server"), vcfg.side_knobs("client")
+            for name in ("rmem", "wmem"):
+                if getattr(s, name) != getattr(c, name) and None not in \
+                        (getattr(s, name), getattr(c, name)):
+                    raise PreflightError(
+                        f"{name}: the local testbed's namespaces share the host's "
+                        f"net.core sysctls, so server and client cannot differ "
+                        f"({getattr(s, name)} vs {getattr(c, name)})")
+    for role, nk in knobs.items():
+        if any(vcfg.side_knobs(role).delay or vcfg.side_knobs(role).reorder
+               for vcfg in configs):
+            nk.check_netem()
+
+
+def probe_nodes(testbeds: list[TestbedConfig], cfg: CampaignConfig, timeout: float
+                ) -> dict[str, list[dict[str, str]]]:
+    """Connect to every node before a campaign directory exists, so an unreachable host, a
+    wrong host key, a node another runner is using (its lease) or a knob the node cannot have
+    (CPUs it lacks, from its host facts) is a one-line error that leaves nothing behind.
+    Returns the host keys accepted on first use, per testbed, for campaign.json."""
+    trusted: dict[str, list[dict[str, str]]] = {}
+    facts: list[tuple[str, str, dict[str, Any]]] = []
+    for testbed in testbeds:
+        for name, node_cfg in testbed.nodes.items():
+            keys, node_facts = _probe_node(testbed, name, node_cfg, timeout)
+            trusted.setdefault(testbed.name, []).extend(keys)
+            facts.append((name, node_cfg.role, node_facts))
+    check_knobs_on_nodes(cfg, facts)
+    return trusted
+
+
+def _probe_node(testbed: TestbedConfig, name: str, node_cfg: NodeConfig, timeout: float
+                ) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """(host keys trusted on first use, host facts) of one node; NodeBusy when another
+    runner holds its lease."""
+    from interop_runner.testbed.node import Node
+
+    try:
+        node = Node.connect(name, node_cfg, "probe", timeout)
+    except ConnectError as exc:
+        raise TestbedUnreachable(f"testbed {testbed.name}: {exc}") from None
+    try:
+        busy = node.lease_holder()
+        if busy:
+            raise NodeBusy(f"testbed {testbed.name}: {name}: {node_cfg.workdir} is in use by "
+                           f"{busy}; wait for it to finish or stop it first")
+        return list(node.trusted_host_keys), node.collect_facts()
+    finally:
+        node.close()

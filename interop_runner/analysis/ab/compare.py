@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,9 @@ from interop_runner.analysis.ab.hostdiff import (FACT_KEYS, FACT_SYSCTLS, campai
                        facts_message)
 from interop_runner.analysis.ab.pairing import BASE_KEYS, PAIR_COLUMN, Pairs, _missing, pair_up, sweep_order, with_pair_ids
 
+if TYPE_CHECKING:
+    from interop_runner.config.campaign import CampaignConfig
+
 __all__ = ["FACT_KEYS", "FACT_SYSCTLS", "VERDICT_COLOURS", "MWU_ARE", "VERDICTS",
            "bootstrap_ci", "cliffs_delta", "log_ratios",
            "mann_whitney_p", "min_pairs", "pair_noise", "paired_bootstrap_ci",
@@ -60,7 +63,7 @@ __all__ = ["FACT_KEYS", "FACT_SYSCTLS", "VERDICT_COLOURS", "MWU_ARE", "VERDICTS"
            "cell_label", "compare", "compare_campaigns", "compare_variants",
            "facts_differences", "facts_message", "find_column", "forest_plot", "pair_up",
            "plan", "setting_differences", "split_variants", "summary", "sweep_order",
-           "variant_values", "with_pair_ids"]
+           "undecided_cells", "variant_values", "with_pair_ids"]
 
 # Columns that describe a cell (held fixed between A and B) besides the axis_* columns.
 # Settings reported when they differ between the sides (what A -> B changed).
@@ -462,6 +465,25 @@ def compare_variants(frame: pd.DataFrame, column: str, a: str, b: str, *,
     result.attrs.update(column=column, a=a, b=b, method_reason=reason,
                         settings={column: [a, b], **result.attrs["settings"]})
     return result
+
+
+def undecided_cells(cfg: CampaignConfig) -> Callable[[Path], set[tuple[str, str]]]:
+    """For an adaptive A/B campaign (``sweep.adaptive``): a function from its directory to
+    the cells (server, client as written) whose verdict is still ``inconclusive``."""
+    from interop_runner.analysis.results import load_results
+    from interop_runner.config.sweep import variants
+
+    assert cfg.sweep.adaptive is not None
+    arm_a, arm_b = (v.id for v in variants(cfg.sweep))
+    min_effect = cfg.sweep.adaptive.min_effect
+
+    def undecided(directory: Path) -> set[tuple[str, str]]:
+        frame = load_results(directory, cache=False)
+        result = compare_variants(frame, "variant", arm_a, arm_b, min_effect=min_effect)
+        open_ = result[result["verdict"] == "inconclusive"]
+        return {(str(s), str(c)) for s, c in zip(open_["server"], open_["client"])}
+
+    return undecided
 
 
 def _pairing(frame: pd.DataFrame, side_a: pd.DataFrame, side_b: pd.DataFrame,
