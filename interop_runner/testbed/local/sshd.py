@@ -26,7 +26,8 @@ from interop_runner.testbed.local.scratch import scratch_visible
 NODE_SHELL_RC = ("# ~/.bashrc of a local-testbed node: intentionally empty "
                  "(see interop_runner/testbed/local/sshd.py)\n")
 SSH_WAIT_S = 10.0  # how long up() waits for every sshd to answer
-_MOUNT_FLAGS = {"rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "seclabel"}
+_MOUNT_FLAGS = frozenset({"rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec",
+                          "seclabel"})
 
 
 # --------------------------------------------------------------------------------------------
