@@ -41,7 +41,7 @@ if ((${#missing[@]})); then
 fi
 # Debian starts nginx/ssh after install where systemd runs; the runner starts its own instances.
 # The same holds for docker.io's docker.service and containerd.service: each local-testbed node
-# runs its own dockerd and containerd (interop_runner/testbed/local_docker.py), which never use
+# runs its own dockerd and containerd (interop_runner/testbed/local/engines.py), which never use
 # /var/run/docker.sock or /run/containerd, so whether the host's engine runs does not matter.
 # docker.io: the nodes' engines; mmdebstrap: base images (build-base-image.sh); busybox-static:
 # the test image of tests/test_testbed_docker.py (made offline).

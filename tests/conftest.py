@@ -116,9 +116,10 @@ def sshd_processes(namespace: str) -> list[int]:
 def sshd_listener(namespace: str) -> int | None:
     """PID of the sshd listener of the testbed node in ``namespace`` (None: not running)."""
     from interop_runner.testbed import local
+    from interop_runner.testbed.local.sshd import listener_pid
 
-    node = local.SERVER if local.SERVER.namespace == namespace else local.CLIENT
-    return local._sshd_pid(node)
+    (node,) = [n for n in local.NODES if n.namespace == namespace]
+    return listener_pid(node)
 
 
 def kill_ssh_sessions(namespace: str, sig: int = signal.SIGTERM) -> int:

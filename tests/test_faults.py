@@ -31,6 +31,7 @@ from interop_runner.testbed.node import Node
 from interop_runner.measure.attempt import Attempt
 from interop_runner.storage.store import iter_run_files, read_run
 from interop_runner.testbed import local
+from interop_runner.testbed.local.sshd import listener_pid
 
 from .conftest import (campaign_dirs, ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, stop_sshd,
                        stray_processes, write)
@@ -432,7 +433,7 @@ def small_disk_testbed(tmp_path: Path) -> Path:
 
 def in_client(*argv: str) -> None:
     """Run a command in the client node's mount namespace (where its sshd runs)."""
-    sshd = local._sshd_pid(local.CLIENT)
+    sshd = listener_pid(local.CLIENT)
     LocalExecutor("t").run(["nsenter", "-t", str(sshd), "-m", *argv], timeout=30)
 
 

@@ -9,7 +9,6 @@ made here, offline: Debian's static busybox in a tar, ``docker import``ed.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import shutil
@@ -21,8 +20,10 @@ from typing import Iterator
 import pytest
 
 from interop_runner.remote.executor import LocalExecutor
-from interop_runner.testbed import local, local_docker
-from interop_runner.testbed.local import NODES, NodeSpec
+from interop_runner.testbed import local
+from interop_runner.testbed.local import DEFAULT_LAYOUT as LAYOUT
+from interop_runner.testbed.local import (NODES, LocalTestbed, NodeSpec, engine_start,
+                                          engine_stop, engines, processes)
 
 from .conftest import wait_until
 
@@ -31,9 +32,9 @@ if os.geteuid() != 0:
 _missing = [name for name, _pkg in local.REQUIRED_TOOLS if local.find_tool(name) is None]
 if _missing:
     pytest.skip(f"docker testbed tests need {', '.join(_missing)}", allow_module_level=True)
-if local_docker.unavailable_reason() is not None:
-    pytest.skip(f"docker testbed tests: {local_docker.unavailable_reason()}",
-                allow_module_level=True)
+HOST = local.TESTBED.host
+if HOST.engines_unavailable() is not None:
+    pytest.skip(f"docker testbed tests: {HOST.engines_unavailable()}", allow_module_level=True)
 BUSYBOX = Path("/bin/busybox")
 if not BUSYBOX.is_file():
     pytest.skip("docker testbed tests need busybox-static (pos_scripts/install.sh)",
@@ -55,14 +56,14 @@ def docker(node: NodeSpec, *args: str, timeout: float = 120) -> str:
 
 def host_engine() -> dict[str, bool]:
     """What the host's own engine looks like (its socket answering, its pid file, its root)."""
-    return {"socket": HOST_SOCKET.exists(), "answers": local_docker.ping_socket(HOST_SOCKET),
+    return {"socket": HOST_SOCKET.exists(), "answers": engines.ping_socket(HOST_SOCKET),
             "pidfile": Path("/var/run/docker.pid").exists(),
             "data_root": Path("/var/lib/docker").exists()}
 
 
 def our_processes() -> list[str]:
     """Live processes whose command line names the engines' run or data roots."""
-    roots = (str(local_docker.RUN_ROOT), str(local_docker.DATA_ROOT))
+    roots = (str(LAYOUT.docker_run_root), str(LAYOUT.docker_data_root))
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -71,13 +72,13 @@ def our_processes() -> list[str]:
             cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if any(root in cmd for root in roots) and local._pid_alive(int(entry)):
+        if any(root in cmd for root in roots) and processes.pid_alive(int(entry)):
             found.append(f"{entry}: {cmd.strip()}")
     return found
 
 
 def our_mounts(*extra: Path) -> list[str]:
-    roots = [str(local_docker.RUN_ROOT), str(local_docker.DATA_ROOT), *map(str, extra)]
+    roots = [str(LAYOUT.docker_run_root), str(LAYOUT.docker_data_root), *map(str, extra)]
     points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     return [p for p in points if any(p == r or p.startswith(r + "/") for r in roots)]
 
@@ -169,18 +170,19 @@ def test_engine_runs_in_each_node(up: local.TestbedStatus,
         engine = up.nodes[node.name].engine
         assert engine.running, (node.name, engine)
         netns = os.stat(f"/run/netns/{node.namespace}")
-        for pid in (local_docker.dockerd_pid(node.engine), local_docker.containerd_pid(node.engine)):
+        daemons = LAYOUT.engine(node)
+        for pid in (engines.dockerd_pid(daemons), engines.containerd_pid(daemons)):
             assert pid is not None
             ns = os.stat(f"/proc/{pid}/ns/net")
             assert (ns.st_dev, ns.st_ino) == (netns.st_dev, netns.st_ino), (node.name, pid)
-        assert engine.pid == local_docker.dockerd_pid(node.engine)
+        assert engine.pid == engines.dockerd_pid(daemons)
         assert local.docker_host(node.name) == f"unix:///run/qir/docker/{node.name}.sock"
         assert Path(f"/run/qir/docker/{node.name}.sock").is_socket()
         assert docker(node, "version", "--format", "{{.Server.Version}}").strip()
         info = docker(node, "info", "--format", "{{.Driver}} {{.CgroupDriver}} {{.DockerRootDir}}")
         driver, cgroups, root = info.split()
         assert driver in ("overlay2", "vfs") and cgroups == "cgroupfs"
-        assert root == str(local_docker.DATA_ROOT / node.name)
+        assert root == str(LAYOUT.docker_data_root / node.name)
     # The two engines are distinct, and the host's own engine is as it was.
     assert len({up.nodes[n.name].engine.pid for n in NODES}) == 2
     assert host_engine() == host_before
@@ -195,10 +197,10 @@ def test_up_keeps_a_healthy_engine_and_restarts_a_dead_one(up: local.TestbedStat
     victim = pids["client"]
     assert victim is not None
     os.kill(victim, signal.SIGKILL)
-    wait_until(lambda: not local._pid_alive(victim), timeout=10, what=f"dockerd {victim} gone")
+    wait_until(lambda: not processes.pid_alive(victim), timeout=10, what=f"dockerd {victim} gone")
     broken = local.status()
     assert not broken.healthy
-    assert broken.nodes["client"].engine.state == local_docker.NOT_RUNNING
+    assert broken.nodes["client"].engine.state == engines.NOT_RUNNING
     assert "client: docker engine not running" in "; ".join(broken.problems())
 
     fixed = local.up()
@@ -227,7 +229,7 @@ def test_host_network_container_sees_the_node_interfaces(up: local.TestbedStatus
 def test_engine_changes_nothing_of_the_node_network(up: local.TestbedStatus,
                                                    image_tar: Path) -> None:
     for node in NODES:  # the node as it is without an engine ...
-        local_docker.stop(node.engine)
+        engine_stop.stop(HOST, LAYOUT.engine(node))
         # A new namespace inherits the host's forwarding (1 here): 0 shows a change to 1.
         run("ip", "netns", "exec", node.namespace, "sysctl", "-qw", "net.ipv4.ip_forward=0")
     before = {n.name: node_network(n) for n in NODES}
@@ -238,7 +240,7 @@ def test_engine_changes_nothing_of_the_node_network(up: local.TestbedStatus,
         docker(node, "run", "-d", "--network", "none", IMAGE, "sleep", "300")
         assert not any(ln.startswith("docker0") for ln in
                        run("ip", "-n", node.namespace, "-o", "link").splitlines())
-        local_docker.stop(node.engine)
+        engine_stop.stop(HOST, LAYOUT.engine(node))
     assert {n.name: node_network(n) for n in NODES} == before
 
     # The host side over a whole cycle, from a testbed that is down.
@@ -253,47 +255,44 @@ def test_engine_changes_nothing_of_the_node_network(up: local.TestbedStatus,
 
 def test_down_leaves_nothing_and_purge_removes_the_cache(
         up: local.TestbedStatus, image_tar: Path, tmp_path: Path,
-        host_before: dict[str, bool], monkeypatch: pytest.MonkeyPatch) -> None:
+        host_before: dict[str, bool]) -> None:
     # A data root of the test's own, so that --purge does not empty the real image cache; the
     # engines restart on it (up() sees them started with another data root).
     data_root = tmp_path / "docker"
-    monkeypatch.setattr(local_docker, "DATA_ROOT", data_root)
-    st = local.up()
+    testbed = LocalTestbed(local.make_layout(docker_data_root=data_root))
+    st = testbed.up()
     assert st.healthy, st.render()
     for node in NODES:
-        assert local_docker.is_current(node.engine)
+        assert engines.is_current(testbed.host, testbed.layout.engine(node))
         ensure_image(node, image_tar)
         docker(node, "run", "-d", "--network", "host", IMAGE, "sleep", "300")
         docker(node, "run", "-d", "--network", "none", IMAGE, "sleep", "300")
-    pids = {n.name: local_docker.engine_pids(n.engine) for n in NODES}
+    pids = {n.name: engines.engine_pids(testbed.layout.engine(n)) for n in NODES}
     for name, found in pids.items():  # dockerd, containerd, two shims, two sleeps
         assert len(found) >= 6, (name, found)
     assert our_mounts(data_root)
 
-    local.down()
+    testbed.down()
     for found in pids.values():
         for pid in found:
-            assert not local._pid_alive(pid), pid
+            assert not processes.pid_alive(pid), pid
     assert our_processes() == []
     assert our_mounts(data_root) == []
-    assert not local_docker.RUN_ROOT.exists()
+    assert not LAYOUT.docker_run_root.exists()
     assert all((data_root / n.name / "overlay2").is_dir() or (data_root / n.name / "vfs").is_dir()
                for n in NODES)  # the cache survives down
     assert host_engine() == host_before
-    st = local.status()
-    assert all(n.engine.state == local_docker.NOT_RUNNING for n in st.nodes.values())
+    st = testbed.status()
+    assert all(n.engine.state == engines.NOT_RUNNING for n in st.nodes.values())
 
-    local.up()  # the image is still there after down + up
+    testbed.up()  # the image is still there after down + up
     for node in NODES:
         assert docker(node, "image", "inspect", "--format", "{{.Id}}", IMAGE).startswith("sha256:")
         assert docker(node, "ps", "-aq") == ""  # containers are not kept
 
     # --purge also removes node directories: point them at the test's own.
-    nodes = tuple(dataclasses.replace(n, workdir=str(tmp_path / "qir" / n.name),
-                                      tmpdir=str(tmp_path / f"shm-{n.name}")) for n in NODES)
-    monkeypatch.setattr(local, "NODES", nodes)
-    monkeypatch.setattr(local, "WORK_ROOT", tmp_path / "qir")
-    local.down(purge=True)
+    LocalTestbed(local.make_layout(work_root=tmp_path / "qir", scratch_root=tmp_path / "shm",
+                                   docker_data_root=data_root)).down(purge=True)
     assert not data_root.exists()
     assert our_processes() == [] and our_mounts(data_root) == []
     assert host_engine() == host_before
@@ -302,16 +301,16 @@ def test_down_leaves_nothing_and_purge_removes_the_cache(
 def test_without_docker_up_works_and_status_says_unavailable(
         testbed: None, monkeypatch: pytest.MonkeyPatch) -> None:
     local.down()
-    real = local_docker._find
-    monkeypatch.setattr(local_docker, "_find", lambda n: None if n == "dockerd" else real(n))
+    real = HOST.find_engine_tool
+    monkeypatch.setattr(HOST, "find_engine_tool", lambda n: None if n == "dockerd" else real(n))
     st = local.up()
     assert st.healthy, st.render()
-    assert all(n.engine.state == local_docker.UNAVAILABLE for n in st.nodes.values())
+    assert all(n.engine.state == engines.UNAVAILABLE for n in st.nodes.values())
     lines = [ln for ln in st.render().splitlines() if "unavailable" in ln]
     assert lines == ["  containers: unavailable (dockerd not installed (install docker.io, "
                      "see pos_scripts/install.sh))"]
     assert our_processes() == []
-    assert not local_docker.RUN_ROOT.exists()
+    assert not LAYOUT.docker_run_root.exists()
     monkeypatch.undo()
     st = local.up()  # installed again: the engines start
     assert st.healthy and all(n.engine.running for n in st.nodes.values()), st.render()
@@ -324,30 +323,30 @@ def test_down_after_the_engine_crashed(up: local.TestbedStatus, image_tar: Path)
     ensure_image(node, image_tar)
     docker(node, "run", "-d", "--network", "host", IMAGE, "sleep", "300")
     docker(node, "run", "-d", "--network", "none", IMAGE, "sleep", "300")  # not in the node's ns
-    pids = local_docker.engine_pids(node.engine)
-    daemons = [local_docker.dockerd_pid(node.engine), local_docker.containerd_pid(node.engine)]
+    pids = engines.engine_pids(LAYOUT.engine(node))
+    daemons = [engines.dockerd_pid(LAYOUT.engine(node)),
+               engines.containerd_pid(LAYOUT.engine(node))]
     for pid in daemons:
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not any(local._pid_alive(p) for p in daemons if p), timeout=10,
+    wait_until(lambda: not any(processes.pid_alive(p) for p in daemons if p), timeout=10,
                what="dockerd and containerd gone")
-    left = [p for p in pids if local._pid_alive(p)]
+    left = [p for p in pids if processes.pid_alive(p)]
     assert len(left) >= 4, left  # two shims, two sleeps: orphans now
     assert our_mounts()  # overlays, the engine's netns mount
     local.down()
-    assert not any(local._pid_alive(p) for p in pids)
+    assert not any(processes.pid_alive(p) for p in pids)
     assert our_processes() == [] and our_mounts() == []
 
 
 def test_storage_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """overlay2 where an overlay mounts on the data root's file system (ext4 and tmpfs here),
     else vfs; a data root keeps the driver it has."""
-    monkeypatch.setattr(local_docker, "DATA_ROOT", tmp_path)
-    engine = local.SERVER.engine
+    engine = local.make_layout(docker_data_root=tmp_path).engine(local.SERVER)
     engine.data_root.mkdir()
-    assert local_docker.storage_driver(engine) == "overlay2"
+    assert engine_start.storage_driver(HOST, engine) == "overlay2"
     assert list(engine.data_root.iterdir()) == [] and our_mounts(tmp_path) == []  # probe gone
-    monkeypatch.setattr(local_docker, "_overlay_works", lambda directory: False)
-    assert local_docker.storage_driver(engine) == "vfs"
+    monkeypatch.setattr(engine_start, "_overlay_works", lambda host, directory: False)
+    assert engine_start.storage_driver(HOST, engine) == "vfs"
     (engine.data_root / "overlay2").mkdir()
-    assert local_docker.storage_driver(engine) == "overlay2"
+    assert engine_start.storage_driver(HOST, engine) == "overlay2"

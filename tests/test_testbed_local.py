@@ -7,7 +7,6 @@ that ``down()`` leaves nothing behind. The testbed is down when the module ends.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import signal
@@ -17,14 +16,14 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from interop_runner.errors import ConnectError
-
+from interop_runner.errors import ConnectError, TestbedError
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor, SSHTarget
-from interop_runner.testbed import local, local_docker
-from interop_runner.testbed.local import CLIENT, NODES, SERVER, NodeSpec
-
-TestbedError = local.TestbedError
+from interop_runner.testbed import local
+from interop_runner.testbed.local import DEFAULT_LAYOUT as LAYOUT
+from interop_runner.testbed.local import (CLIENT, NODES, SERVER, LocalTestbed, NodeSpec,
+                                          engine_start, engine_stop, engines, host, keys, links,
+                                          processes, scratch, sshd)
 
 if os.geteuid() != 0:
     pytest.skip("local testbed tests need root (network namespaces, sshd)",
@@ -62,7 +61,7 @@ def connect(testbed: local.TestbedStatus) -> Iterator[Connect]:
     def _connect(node: NodeSpec, known_hosts: str | None = None,
                  key: str | None = None) -> SSHExecutor:
         target = SSHTarget(node.mgmt_ip, local.SSH_PORT, local.SSH_USER,
-                           key or str(local.MGMT_KEY), known_hosts or str(local.KNOWN_HOSTS),
+                           key or str(LAYOUT.mgmt_key), known_hosts or str(LAYOUT.known_hosts),
                            connect_timeout=5.0)
         ex = SSHExecutor(node.name, target)
         opened.append(ex)
@@ -93,36 +92,36 @@ def _our_sshd_pids() -> list[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        if comm == "sshd" and str(local.STATE_DIR).encode() in cmdline:
+        if comm == "sshd" and str(LAYOUT.state_dir).encode() in cmdline:
             pids.append(int(entry))
     return pids
 
 
 def _wait_dead(pid: int, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
-    while local._pid_alive(pid):
+    while processes.pid_alive(pid):
         assert time.monotonic() < deadline, f"pid {pid} did not die"
         time.sleep(0.01)  # poll interval (bounded by the deadline above)
 
 
 # --------------------------------------------------------------------------------------------
 def test_refuses_without_root_or_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(TestbedError) as exc:
         local.up()
     assert str(exc.value) == "local testbed: must run as root"
     monkeypatch.undo()
 
-    monkeypatch.setattr(local.shutil, "which", lambda *a, **k: None)
-    monkeypatch.setattr(local, "_SBIN_DIRS", ())
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(host, "SBIN_DIRS", ())
     with pytest.raises(TestbedError) as exc:
         local.up()
     assert str(exc.value) == ("local testbed: missing tool 'sshd' "
                               "(install openssh-server, see pos_scripts/install.sh)")
     monkeypatch.undo()
 
-    real = local.find_tool
-    monkeypatch.setattr(local, "find_tool", lambda n: None if n == "ssh-keygen" else real(n))
+    real = host.find_tool
+    monkeypatch.setattr(host, "find_tool", lambda n: None if n == "ssh-keygen" else real(n))
     with pytest.raises(TestbedError) as exc:
         local.up()
     assert str(exc.value) == ("local testbed: missing tool 'ssh-keygen' "
@@ -143,17 +142,17 @@ def test_up_is_healthy(testbed: local.TestbedStatus) -> None:
     assert "qir-server" in text and "qir-client" in text
 
     # State files: modes for StrictModes, known_hosts from the generated host keys.
-    assert local.STATE_DIR.stat().st_mode & 0o777 == 0o700
-    for path in (local.MGMT_KEY, local.AUTHORIZED_KEYS, local.KNOWN_HOSTS,
+    assert LAYOUT.state_dir.stat().st_mode & 0o777 == 0o700
+    for path in (LAYOUT.mgmt_key, LAYOUT.authorized_keys, LAYOUT.known_hosts,
                  SERVER.host_key, CLIENT.sshd_config):
         assert path.stat().st_mode & 0o777 == 0o600, path
     expected = [f"{n.mgmt_ip} {' '.join(n.host_pubkey.read_text().split()[:2])}" for n in NODES]
-    assert local.KNOWN_HOSTS.read_text().splitlines() == expected
+    assert LAYOUT.known_hosts.read_text().splitlines() == expected
     assert expected[0].startswith("198.18.0.2 ssh-ed25519 AAAA")
-    assert local.AUTHORIZED_KEYS.read_text().split()[:2] == local.MGMT_PUBKEY.read_text().split()[:2]
+    assert LAYOUT.authorized_keys.read_text().split()[:2] == LAYOUT.mgmt_pubkey.read_text().split()[:2]
     conf = SERVER.sshd_config.read_text().splitlines()
     for line in ("ListenAddress 198.18.0.2", "PasswordAuthentication no", "UsePAM no",
-                 f"AuthorizedKeysFile {local.AUTHORIZED_KEYS}", "UseDNS no",
+                 f"AuthorizedKeysFile {LAYOUT.authorized_keys}", "UseDNS no",
                  "PermitRootLogin prohibit-password", "Subsystem sftp internal-sftp"):
         assert line in conf
 
@@ -166,8 +165,8 @@ def test_testbed_file_matches_constants() -> None:
         entry = data["nodes"][node.name]
         assert entry["role"] == node.role
         assert entry["ssh"] == {"host": node.mgmt_ip, "port": 22, "user": "root",
-                                "key": str(local.MGMT_KEY),
-                                "known_hosts": str(local.KNOWN_HOSTS)}
+                                "key": str(LAYOUT.mgmt_key),
+                                "known_hosts": str(LAYOUT.known_hosts)}
         assert (entry["interface"], entry["ip"]) == (local.DATA_IF, node.data_ip)
         assert (entry["workdir"], entry["tmpdir"]) == (node.workdir, node.tmpdir)
         assert entry["docker_host"] == local.docker_host(node.name)
@@ -199,7 +198,7 @@ def test_node_scratch_is_its_own_tmpfs_shared_with_the_node(connect: Connect,
     (entry,) = [f for f in host if f[1] == node.tmpdir]
     assert entry[2] == "tmpfs" and "mode=755" in entry[3].split(",")
     if Path("/sys/kernel/mm/transparent_hugepage").is_dir():
-        assert local.SCRATCH_HUGE in entry[3].split(",")
+        assert scratch.SCRATCH_HUGE in entry[3].split(",")
     ex = connect(node)
     seen = ex.run(["sh", "-c", 'grep -F " $0 tmpfs " /proc/self/mounts', node.tmpdir],
                   timeout=10).stdout.split()
@@ -253,10 +252,11 @@ def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
     /proc and one `_ping` on each socket). What it runs is asserted, not how long it takes."""
     before = local.status()
     pids = {n.name: before.nodes[n.name].sshd_pid for n in NODES}
-    engines = {n.name: before.nodes[n.name].engine.pid for n in NODES}
+    engine_pids = {n.name: before.nodes[n.name].engine.pid for n in NODES}
     local.up()  # warm
     ran: list[list[str]] = []
-    real_run = local._run
+    testbed_host = local.TESTBED.host
+    real_run = testbed_host.run
 
     def spy(argv: list[str], **kwargs: Any) -> Any:
         ran.append([str(a) for a in argv])
@@ -267,23 +267,23 @@ def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
             raise AssertionError(f"up() on a healthy testbed ran {name}")
         return step
 
-    monkeypatch.setattr(local, "_run", spy)
-    monkeypatch.setattr(local_docker, "_run", spy)
-    for name in ("_check_root_account", "_ensure_state", "_ensure_namespaces",
-                 "_ensure_links", "_ensure_sshd", "_wait_for_ssh", "_stop_sshd",
-                 "_ensure_engines"):
-        monkeypatch.setattr(local, name, forbidden(name))
-    for name in ("ensure", "start", "stop", "wait_ready"):
-        monkeypatch.setattr(local_docker, name, forbidden(f"local_docker.{name}"))
+    monkeypatch.setattr(testbed_host, "run", spy)
+    steps = [(sshd, "check_root_account"), (keys, "ensure_state"),
+             (links, "ensure_namespaces"), (links, "ensure_links"), (sshd, "ensure_sshd"),
+             (sshd, "wait_for_ssh"), (sshd, "stop_sshd"), (local.TESTBED, "_repair"),
+             (local.TESTBED, "_ensure_engines"), (engine_start, "ensure"),
+             (engine_start, "start"), (engine_stop, "stop"), (engine_start, "wait_ready")]
+    for owner, name in steps:
+        monkeypatch.setattr(owner, name, forbidden(name))
     st = local.up()
     monkeypatch.undo()
     assert st.healthy
-    ip = local._tool("ip")
+    ip = testbed_host.tool("ip")
     assert ran == [[ip, "-j", "-d", "addr", "show"],
                    *([ip, "-n", n.namespace, "-j", "-d", "addr", "show"] for n in NODES)], ran
     assert {n.name: st.nodes[n.name].sshd_pid for n in NODES} == pids  # nothing restarted
-    assert all(st.nodes[n.name].engine.state != local_docker.NOT_RUNNING for n in NODES)
-    assert {n.name: st.nodes[n.name].engine.pid for n in NODES} == engines
+    assert all(st.nodes[n.name].engine.state != engines.NOT_RUNNING for n in NODES)
+    assert {n.name: st.nodes[n.name].engine.pid for n in NODES} == engine_pids
 
 
 def test_up_repairs_link_and_sshd(connect: Connect) -> None:
@@ -317,18 +317,18 @@ def test_up_repairs_namespace_keys_and_address(connect: Connect) -> None:
     before = local.status()
     old_client_pid = before.nodes["client"].sshd_pid
     assert old_client_pid is not None
-    old_client_ns = local._pid_ns_ident(old_client_pid)
+    old_client_ns = processes.pid_netns_ident(old_client_pid)
     # A session with a background process in the client namespace, to be orphaned below.
     client = connect(CLIENT)
     bg = client.start(["sleep", "300"], stdout="/dev/shm/qir-test-orphan.out",  # the scenario
                       stderr="/dev/shm/qir-test-orphan.err")
     assert client.alive(bg)
     old_server_hostkey = SERVER.host_pubkey.read_text()
-    old_mgmt_key = local.MGMT_PUBKEY.read_text()
+    old_mgmt_key = LAYOUT.mgmt_pubkey.read_text()
     # Namespace deleted under a running sshd (which keeps the old namespace alive), both keys
     # deleted, a wrong address on the server's data0.
     LOCAL.run(["ip", "netns", "delete", CLIENT.namespace], timeout=10)
-    local.MGMT_KEY.unlink()
+    LAYOUT.mgmt_key.unlink()
     SERVER.host_key.unlink()
     LOCAL.run(["ip", "-n", SERVER.namespace, "addr", "flush", "dev", "data0"], timeout=10)
     LOCAL.run(["ip", "-n", SERVER.namespace, "addr", "add", "198.19.0.99/24", "dev", "data0"],
@@ -340,18 +340,18 @@ def test_up_repairs_namespace_keys_and_address(connect: Connect) -> None:
     assert not broken.nodes["client"].sshd_running
     assert not broken.nodes["server"].data_link_up
 
-    assert old_client_ns is not None and local._netns_members(old_client_ns)
+    assert old_client_ns is not None and processes.netns_members(old_client_ns)
 
     fixed = local.up()
     assert fixed.healthy, fixed.render()
     _wait_dead(old_client_pid)  # the orphaned sshd was stopped ...
     _wait_dead(bg.pgid)  # ... and so was everything else in its orphaned namespace
-    assert local._netns_members(old_client_ns) == []
+    assert processes.netns_members(old_client_ns) == []
     for name in ("out", "err", "out.exit"):
         Path(f"/dev/shm/qir-test-orphan.{name}").unlink(missing_ok=True)
     assert fixed.nodes["client"].sshd_pid != old_client_pid
     assert SERVER.host_pubkey.read_text() != old_server_hostkey
-    assert local.MGMT_PUBKEY.read_text() != old_mgmt_key
+    assert LAYOUT.mgmt_pubkey.read_text() != old_mgmt_key
     assert sorted(_our_sshd_pids()) == sorted(n.sshd_pid for n in fixed.nodes.values())
     server = connect(SERVER)  # new host key in known_hosts, new management key authorised
     assert server.run(["ip", "-4", "-br", "addr", "show", "data0"],
@@ -359,11 +359,10 @@ def test_up_repairs_namespace_keys_and_address(connect: Connect) -> None:
     assert server.run(_ping_argv(CLIENT.data_ip), timeout=10, check=False).ok
 
 
-def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path) -> None:
     # An SSH session with a background process inside a namespace must not survive down().
-    with SSHExecutor("client", SSHTarget(CLIENT.mgmt_ip, 22, "root", str(local.MGMT_KEY),
-                                         str(local.KNOWN_HOSTS))) as ex:
+    with SSHExecutor("client", SSHTarget(CLIENT.mgmt_ip, 22, "root", str(LAYOUT.mgmt_key),
+                                         str(LAYOUT.known_hosts))) as ex:
         bg = ex.start(["sleep", "300"], stdout="/dev/shm/qir-test-sleep.out",  # the scenario
                       stderr="/dev/shm/qir-test-sleep.err")
         assert ex.alive(bg)
@@ -371,31 +370,29 @@ def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path,
                   LOCAL.run(["ip", "netns", "pids", CLIENT.namespace], timeout=10).stdout.split()]
     assert bg.pgid in sleep_pids
 
-    # Purge only touches the nodes' directories: point them at a temporary tree.
-    nodes = tuple(dataclasses.replace(n, workdir=str(tmp_path / "qir" / n.name),
-                                      tmpdir=str(tmp_path / f"shm-{n.name}")) for n in NODES)
+    # Purge only touches the nodes' directories and the engines' data roots (the image cache;
+    # tests/test_testbed_docker.py checks it): the same testbed with those in a temporary tree.
+    layout = local.make_layout(work_root=tmp_path / "qir", scratch_root=tmp_path / "shm",
+                               docker_data_root=tmp_path / "docker")
+    nodes = layout.nodes
     for n in nodes:
         Path(n.workdir).mkdir(parents=True)
-        Path(n.tmpdir).mkdir()
+        Path(n.tmpdir).mkdir(parents=True)
         (Path(n.tmpdir) / "file").write_text("x")
-    monkeypatch.setattr(local, "NODES", nodes)
-    monkeypatch.setattr(local, "WORK_ROOT", tmp_path / "qir")
-    # ... and the engines' data roots (the image cache; tests/test_testbed_docker.py checks it)
-    monkeypatch.setattr(local_docker, "DATA_ROOT", tmp_path / "docker")
 
     sshd_pids = _our_sshd_pids()
     assert len(sshd_pids) == 2
-    local.down(purge=True)
+    LocalTestbed(layout).down(purge=True)
 
     assert not any(ns in LOCAL.run(["ip", "netns", "list"], timeout=10).stdout
-                   for ns in local.NAMESPACES)
-    assert not any(local._ns_path(ns).exists() for ns in local.NAMESPACES)
+                   for ns in LAYOUT.namespaces)
+    assert not any(LAYOUT.netns_path(ns).exists() for ns in LAYOUT.namespaces)
     links = LOCAL.run(["ip", "-br", "link", "show"], timeout=10).stdout
     assert "qir-" not in links
     for pid in sshd_pids + sleep_pids:
-        assert not local._pid_alive(pid), pid
+        assert not processes.pid_alive(pid), pid
     assert _our_sshd_pids() == []
-    assert not local.STATE_DIR.exists()
+    assert not LAYOUT.state_dir.exists()
     assert not (tmp_path / "qir").exists()
     assert not any(Path(n.tmpdir).exists() for n in nodes)
     for name in ("out", "err", "out.exit"):
@@ -420,4 +417,4 @@ def test_up_from_scratch_after_down() -> None:
     assert all(ns.ssh_reachable and ns.sshd_running for ns in st.nodes.values())
     assert sorted(_our_sshd_pids()) == sorted(ns.sshd_pid for ns in st.nodes.values())
     local.down()
-    assert not local.STATE_DIR.exists()
+    assert not LAYOUT.state_dir.exists()

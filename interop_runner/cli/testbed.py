@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from interop_runner.errors import UserError
+from interop_runner.errors import TestbedError, UserError
 
 if TYPE_CHECKING:
     from interop_runner.testbed.leftovers import Restored
+    from interop_runner.testbed.local import LocalTestbed
 
 
 def register(sub: "argparse._SubParsersAction[Any]") -> None:
@@ -36,41 +36,41 @@ def register(sub: "argparse._SubParsersAction[Any]") -> None:
                         "testbed, configs/testbeds/local.yml)")
 
 
-def testbed_module() -> ModuleType:
-    """The local testbed module (imported lazily: only `testbed` and local runs need it)."""
-    from interop_runner.testbed import local
+def local_testbed() -> "LocalTestbed":
+    """The default local testbed (imported lazily: only `testbed` and local runs need it)."""
+    from interop_runner.testbed.local import TESTBED
 
-    return local
+    return TESTBED
 
 
 def cmd_testbed(args: argparse.Namespace) -> int:
     """up, down, status (exit 3 when not healthy) or restore."""
     if args.action == "restore":
         return restore(args.file)
-    local = testbed_module()
+    testbed = local_testbed()
     try:
         if args.action == "up":
-            print(local.up().render())
+            print(testbed.up().render())
         elif args.action == "down":
-            local.down(purge=args.purge)
+            testbed.down(purge=args.purge)
             print("local testbed: down")
         else:
-            status = local.status()
+            status = testbed.status()
             print(status.render())
             return 0 if status.healthy else 3
-    except local.TestbedError as exc:
+    except TestbedError as exc:
         raise UserError(str(exc)) from None
     return 0
 
 
 def ensure_local_testbed() -> None:
     """Bring the local testbed up unless it is healthy."""
-    local = testbed_module()
+    testbed = local_testbed()
     try:
-        if not local.status().healthy:
+        if not testbed.status().healthy:
             print("local testbed is not up: bringing it up", file=sys.stderr)
-            local.up()
-    except local.TestbedError as exc:
+            testbed.up()
+    except TestbedError as exc:
         raise UserError(str(exc)) from None
 
 
