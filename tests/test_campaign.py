@@ -286,6 +286,7 @@ pairs: [{server: quic-go, client: quic-go}]
     assert_nodes_clean(local_testbed)
 
 
+@pytest.mark.testbed  # the local testbed's key files (/run/qir-testbed, root only)
 def test_unreachable_node_is_one_line_error(tmp_path):
     tb = write(tmp_path / "tb.yml", TESTBED_FILE.read_text().replace(
         "host: 198.18.0.2, port: 22", "host: 127.0.0.1, port: 1").replace(

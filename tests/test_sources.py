@@ -81,6 +81,7 @@ def test_the_registry_names_the_pinned_archives():
         "a003a83118f47f2ebfb5affc87883aa4f7e58c1964294acf78ecee5eb948016a"
 
 
+@pytest.mark.testbed  # the management cache install.sh filled as root (/var/cache/qir)
 def test_cli_refuses_a_corrupted_archive_with_one_line(tmp_path):
     """`run.py sources` with a local directory holding a flipped copy of a real archive."""
     registry = load_registry()
