@@ -47,9 +47,11 @@ needs_lab = pytest.mark.skipif(not (BIN / "jupyter-lab").is_file(),
 
 
 def notebook_files() -> dict[str, str]:
-    """notebooks/: every file with its SHA-256 (the test must change none, add none)."""
+    """notebooks/: every file with its SHA-256, every folder (the test must change none, add
+    none: no autosave, no .ipynb_checkpoints)."""
     return {str(p.relative_to(NOTEBOOKS)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in NOTEBOOKS.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+            if p.is_file() else "folder"
+            for p in NOTEBOOKS.rglob("*") if "__pycache__" not in p.parts}
 
 
 @pytest.fixture
@@ -72,6 +74,15 @@ def lab_settings(where: Path) -> Path:
     for name, content in files.items():
         (where / name).parent.mkdir(parents=True, exist_ok=True)
         (where / name).write_text(json.dumps(content))
+    return where
+
+
+def server_config(where: Path, checkpoints: Path) -> Path:
+    """A Jupyter config folder keeping the checkpoints JupyterLab makes when it opens a
+    notebook out of notebooks/."""
+    where.mkdir(parents=True)
+    (where / "jupyter_server_config.json").write_text(json.dumps(
+        {"FileCheckpoints": {"checkpoint_dir": str(checkpoints)}}))
     return where
 
 
@@ -104,7 +115,9 @@ def lab(tmp_path: Path, sample: Path) -> Iterator[dict[str, Any]]:
     port = free_port()
     env = {**os.environ, MARK: mark, "PYTHONPATH": str(ROOT),
            "JUPYTERLAB_SETTINGS_DIR": str(lab_settings(tmp_path / "lab-settings")),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(server_config(tmp_path / "config",
+                                                   tmp_path / "checkpoints"))}
     proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "notebooks", str(sample),
                              "--port", str(port), "--no-browser"],
                             stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
