@@ -56,7 +56,10 @@ step() {
   log "$name: $(awk -v d=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.1f", d / 1e9 }') s"
 }
 
-helper() { PYTHONPATH=$ROOT "$PY" -m interop_runner.config.needs "$@"; }
+helper() {
+  [[ -x $PY ]] || die "$PY not found: the venv comes first (pos_scripts/install.sh --notebook)"
+  PYTHONPATH=$ROOT "$PY" -m interop_runner.config.needs "$@"
+}
 
 # ------------------------------------------------------------------------------ arguments --
 configs=() impls=() bases=() tools=() notebook=0 tests=0 all=0 plan=0 core=1
@@ -143,7 +146,9 @@ pip_install() {
   if [[ ! -x $VENV/bin/uv ]]; then
     "$VENV/bin/pip" install -q "$(grep -m1 '^uv==' "$ROOT/requirements.txt")"
   fi
-  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -r "$1"
+  # the platform's certificates, as pip (Debian's ca-certificates)
+  UV_SYSTEM_CERTS=${UV_SYSTEM_CERTS:-1} "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" \
+    -r "$1"
 }
 
 venv_core() {
