@@ -308,10 +308,10 @@ for name in "${want_impls[@]}"; do
 done
 ((${#want_bases[@]})) && extra+=("${IMAGE_PACKAGES[@]}")
 ((tests)) && extra+=("${TEST_PACKAGES[@]}" "${IMAGE_PACKAGES[@]}")
-# The same holds for docker.io's docker.service and containerd.service: each local-testbed node
-# runs its own dockerd and containerd (interop_runner/testbed/local_docker.py), which never use
+# docker.io's docker.service and containerd.service may start too: each local-testbed node runs
+# its own dockerd and containerd (interop_runner/testbed/local_docker.py), which never use
 # /var/run/docker.sock or /run/containerd, so whether the host's engine runs does not matter.
-((${#extra[@]})) && step "Debian packages (${#extra[@]} for the targets)" apt_install "${extra[@]}"
+((${#extra[@]})) && step "Debian packages (targets)" apt_install "${extra[@]}"
 if ((${#want_bases[@]} || tests)); then
   for tool in dockerd docker containerd runc mmdebstrap; do
     PATH=$PATH:/usr/sbin:/sbin command -v "$tool" >/dev/null ||
