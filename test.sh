@@ -3,5 +3,5 @@
 # namespace testbed). Usage, as root on Debian 12:  ./test.sh [pytest args]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
-bash pos_scripts/install.sh
+bash pos_scripts/install.sh --all
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@" tests

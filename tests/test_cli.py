@@ -24,7 +24,7 @@ from interop_runner.errors import (ConfigError, ExecutorError, KnobError, Prefli
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "tests" / "data" / "bad_input" / "good.yml"  # valid, on an unreachable testbed
 ORDER = ["run", "validate", "testbed", "list", "parse", "matrix", "report", "compare", "sources",
-         "history"]
+         "history", "notebooks"]
 
 
 def subcommands(parser: argparse.ArgumentParser) -> list[str]:

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import stat
+import sys
 import subprocess
 import time
 import uuid
@@ -27,6 +28,8 @@ from interop_runner.testbed.files import HASH_COMMANDS
 ROOT = Path(__file__).resolve().parent.parent
 PREPARE = ROOT / "pos_scripts" / "prepare-node.sh"
 CHECK = ROOT / "pos_scripts" / "check-testbed.sh"
+INSTALL = ROOT / "pos_scripts" / "install.sh"
+QUICKSTART, TEST_SH = ROOT / "quickstart.sh", ROOT / "test.sh"
 EXAMPLE = ROOT / "configs" / "testbeds" / "example-baremetal.yml"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPQ7rHhzWV0Yd7yXw0qVdAqS4S6zhyq3nL8b3mM1n0Yj mgmt@qir"
 
@@ -53,7 +56,8 @@ def plus_lines(out: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ shellcheck --
-@pytest.mark.parametrize("script", [PREPARE, CHECK], ids=lambda p: p.name)
+@pytest.mark.parametrize("script", [PREPARE, CHECK, INSTALL, QUICKSTART, TEST_SH],
+                         ids=lambda p: p.name)
 def test_shellcheck(script: Path) -> None:
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck not installed (pos_scripts/install.sh installs it)")
@@ -62,7 +66,7 @@ def test_shellcheck(script: Path) -> None:
 
 
 def test_scripts_are_strict_bash() -> None:
-    for script in (PREPARE, CHECK):
+    for script in (PREPARE, CHECK, INSTALL, QUICKSTART, TEST_SH):
         text = script.read_text()
         assert text.startswith("#!/usr/bin/env bash\n")
         assert "\nset -euo pipefail\n" in text
@@ -171,8 +175,10 @@ def test_package_list_covers_what_the_runner_uses() -> None:
             if name:
                 assert name in packages, f"{name} ({lst.parent.name}/apt-packages) missing"
     # node-side packages of install.sh (the management-only ones excluded)
-    text = (ROOT / "pos_scripts" / "install.sh").read_text()
-    block = re.search(r"PACKAGES=\(([^)]*)\)", text).group(1)
+    text = INSTALL.read_text()
+    block = " ".join(re.sub(r"#[^\n]*", "", m) for m in
+                     re.findall(r"^[A-Z_]*PACKAGES=\(([^)]*)\)", text, re.M))
+    assert {"openssh-server", "docker.io", "chromium"} <= set(block.split())  # all three lists
     management_only = {"openssh-client", "git", "shellcheck", "chromium", "chromium-driver",
                        "fonts-dejavu-core",  # the report test's browser
                        "mmdebstrap", "busybox-static",  # base images; the engine tests' image
@@ -622,3 +628,113 @@ def test_check_trust_on_first_use_adds_the_key_as_the_runner_does(sshd_netns: di
     assert res.returncode == 1
     assert any(ln.startswith(f"FAIL srv: ssh root@127.0.0.1:{s['port']}: ")
                for ln in res.stdout.splitlines()), res.stdout
+
+
+# ------------------------------------------------------------------- install.sh targets --
+def install_plan(*args: str) -> list[str]:
+    """``install.sh --plan ARGS``: the steps it would take, one per line (nothing installed;
+    the package's helper runs in this interpreter)."""
+    res = run(["bash", INSTALL, "--plan", *args], env={"QIR_INSTALL_PYTHON": sys.executable})
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()
+
+
+def test_install_plan_for_the_default_campaign() -> None:
+    """quickstart's campaign needs its two implementations' caches, nothing else."""
+    assert install_plan("--for", "configs/local.yml") == ["core", "impl quic-go",
+                                                          "impl tcp-tls"]
+    assert "tool inferno" in install_plan("--for", "configs/profile.yml")  # perf monitor
+
+
+def test_install_plan_of_an_image_implementation() -> None:
+    """An image needs its base image and the native build it copies (quic-go)."""
+    assert install_plan("--impl", "quic-go-qir") == [
+        "core", "base debian-trixie", "impl quic-go", "impl quic-go-qir"]
+    assert install_plan("--impl", "quic-go@v0.64.0") == ["core", "impl quic-go"]
+    assert install_plan("--notebook") == ["core", "notebook"]
+    assert install_plan("--no-core", "--base", "debian-trixie") == ["base debian-trixie"]
+
+
+def test_install_plan_all_is_the_default() -> None:
+    from interop_runner.config.implementations import load_registry
+
+    plan = install_plan()
+    assert plan == install_plan("--all")
+    assert plan[:3] == ["core", "notebook", "tests"] and "tool inferno" in plan
+    assert {f"impl {name}" for name in load_registry()} <= set(plan)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--impl", "nope"], "error: unknown implementation 'nope'"),
+    (["--for", "configs/nope.yml"], "install: --for: no campaign file 'configs/nope.yml'"),
+    (["--for"], "install: --for needs a value"),
+    (["--tool", "gdb"], "install: --tool: unknown tool 'gdb' (known: inferno)"),
+    (["--bogus"], "install: unknown argument '--bogus' (see --help)"),
+])
+def test_install_errors_are_one_line(args: list[str], message: str) -> None:
+    res = run(["bash", INSTALL, "--plan", *args], env={"QIR_INSTALL_PYTHON": sys.executable})
+    assert res.returncode != 0 and res.stderr.strip() == message
+
+
+def test_quickstart_installs_for_its_campaign_and_test_sh_all() -> None:
+    quick = QUICKSTART.read_text()
+    assert 'pos_scripts/install.sh --for "$config"' in quick
+    # the notebook tools come after the table (the run), not before it
+    assert quick.index('run.py run "$config"') < quick.index("\nbash pos_scripts/install.sh --notebook")
+    assert "pos_scripts/install.sh --all" in TEST_SH.read_text()
+
+
+@pytest.fixture
+def stamps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("QIR_INSTALL_STAMPS", str(tmp_path / "stamps"))
+    return tmp_path / "stamps"
+
+
+def test_stamps_say_what_is_installed(stamps: Path, tmp_path: Path) -> None:
+    from interop_runner.config import needs
+
+    target = needs.Target("impl", "quic-go")
+    assert needs.missing([target]) == [target]
+    cache = tmp_path / "gomod"
+    cache.mkdir()
+    needs.write_stamp(target, [str(cache)])
+    assert needs.missing([target]) == []
+    (stamps / "impl-quic-go").write_text("0" * 64 + f"\n{cache}\n")  # go.sum changed since
+    assert needs.missing([target]) == [target]
+    needs.write_stamp(target, [str(cache)])
+    cache.rmdir()  # the cache was emptied
+    assert needs.missing([target]) == [target]
+
+
+def test_run_on_the_local_testbed_names_the_install_command(
+        stamps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not root (or no install.sh): one line naming the exact command, nothing run."""
+    from interop_runner.cli import testbed as cli_testbed
+    from interop_runner.config.campaign import load_campaign
+    from interop_runner.errors import UserError
+
+    cfg, _ = load_campaign(ROOT / "configs" / "local.yml")
+    monkeypatch.setattr(cli_testbed.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cli_testbed.subprocess, "run", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(UserError) as err:
+        cli_testbed.ensure_installed(cfg)
+    assert str(err.value) == (f"campaign local needs impl quic-go, impl tcp-tls, not installed: "
+                              f"run {INSTALL} --no-core --impl quic-go --impl tcp-tls as root")
+
+
+def test_run_fills_what_is_missing_with_install_sh(stamps: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from interop_runner.cli import testbed as cli_testbed
+    from interop_runner.config.campaign import load_campaign
+    from interop_runner.config.needs import Target, write_stamp
+
+    cfg, _ = load_campaign(ROOT / "configs" / "local.yml")
+    write_stamp(Target("impl", "tcp-tls"), [])
+    calls = []
+    monkeypatch.setattr(cli_testbed.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cli_testbed.subprocess, "run", lambda argv, **kw: calls.append(
+        (argv, kw["env"]["QIR_INSTALL_PYTHON"])) or subprocess.CompletedProcess(argv, 0))
+    cli_testbed.ensure_installed(cfg)
+    assert calls == [(["bash", str(INSTALL), "--no-core", "--impl", "quic-go"], sys.executable)]
+    assert "campaign local needs impl quic-go: " in capsys.readouterr().err

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from interop_runner.cli import compare, history, report, results, run, sources, testbed
+from interop_runner.cli import (compare, history, notebooks, report, results, run, sources,
+                                testbed)
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
                                    RegistryError, StoreError, TestbedUnreachable, UserError)
 from interop_runner.storage.store import private_umask
@@ -36,7 +37,7 @@ COMMANDS: dict[str, Command] = {
     "run": run.cmd_run, "validate": results.cmd_validate, "testbed": testbed.cmd_testbed,
     "list": results.cmd_list, "parse": results.cmd_parse, "matrix": results.cmd_matrix,
     "report": report.cmd_report, "compare": compare.command, "sources": sources.cmd_sources,
-    "history": history.cmd_history,
+    "history": history.cmd_history, "notebooks": notebooks.cmd_notebooks,
 }
 
 
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.register(sub)
     sources.register(sub)
     history.register(sub)
+    notebooks.register(sub)
     return parser
 
 

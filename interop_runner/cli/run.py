@@ -59,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return dry_run(args, cfg, testbeds)
     results_root = _results_root(args, cfg)
     if any(t.local for t in testbeds):
-        ensure_local_testbed()
+        ensure_local_testbed(cfg)
     _check_creatable(results_root)
     from interop_runner.analysis.live_cache import LiveCache
 

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from interop_runner.errors import UserError
+
 DESCRIPTION = ("Fill the management node's source cache with every upstream archive an "
                "implementation's meta.yml names (`sources:`): kept if the cache holds it, "
                "copied from a local source directory when one has it, else downloaded from its "
@@ -19,6 +21,8 @@ def register(subparsers: "argparse._SubParsersAction[Any]") -> argparse.Argument
     p: argparse.ArgumentParser = subparsers.add_parser(
         "sources", help="fetch and check the upstream source archives (SHA-256)",
         description=DESCRIPTION)
+    p.add_argument("implementations", nargs="*", metavar="IMPL",
+                   help="only the archives of these implementations (default: all)")
     p.add_argument("--source-dir", type=Path, action="append", metavar="DIR",
                    help="a local directory with archives, searched before downloading "
                         "(repeatable; default: $QIR_SOURCE_DIRS, else <checkout>/../shared/"
@@ -36,9 +40,16 @@ def cmd_sources(args: argparse.Namespace) -> int:
     from interop_runner.config.implementations import load_registry
     from interop_runner.testbed.sources import fetch_all
 
-    fetched = fetch_all(load_registry(), args.cache, args.source_dir, not args.offline)
+    registry = load_registry()
+    unknown = [name for name in args.implementations if name not in registry]
+    if unknown:
+        raise UserError(f"unknown implementation {unknown[0]!r} (known: {', '.join(registry)})")
+    if args.implementations:
+        registry = {name: registry[name] for name in args.implementations}
+    fetched = fetch_all(registry, args.cache, args.source_dir, not args.offline)
     for item in fetched:
         print(f"{item.archive.file}: {item.how}, SHA-256 {item.archive.sha256} ({item.path})")
     if not fetched:
-        print("no implementation names a source archive")
+        print("no implementation " + ("of these " if args.implementations else "")
+              + "names a source archive")
     return 0

@@ -4,13 +4,17 @@ a killed run left on the nodes."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.errors import TestbedError, UserError
 
 if TYPE_CHECKING:
+    from interop_runner.config.campaign import CampaignConfig
     from interop_runner.testbed.leftovers import Restored
     from interop_runner.testbed.local import LocalTestbed
 
@@ -63,8 +67,11 @@ def cmd_testbed(args: argparse.Namespace) -> int:
     return 0
 
 
-def ensure_local_testbed() -> None:
-    """Bring the local testbed up unless it is healthy."""
+def ensure_local_testbed(cfg: "CampaignConfig | None" = None) -> None:
+    """Bring the local testbed up unless it is healthy; with a campaign, first install what
+    its implementations build from when it is missing (:func:`ensure_installed`)."""
+    if cfg is not None:
+        ensure_installed(cfg)
     testbed = local_testbed()
     try:
         if not testbed.status().healthy:
@@ -72,6 +79,34 @@ def ensure_local_testbed() -> None:
             testbed.up()
     except TestbedError as exc:
         raise UserError(str(exc)) from None
+
+
+def ensure_installed(cfg: "CampaignConfig") -> None:
+    """Run ``pos_scripts/install.sh`` for the targets the campaign needs that are not installed
+    (the offline caches of its implementations, base images, inferno), showing its steps and
+    times; install.sh only installs, so the run goes on. As another user than root, or
+    without install.sh, a one-line error names the command instead."""
+    from interop_runner.config.needs import for_config, missing
+    from interop_runner.paths import PROJECT_ROOT
+
+    todo = missing(for_config(cfg))
+    if not todo:
+        return
+    script = PROJECT_ROOT / "pos_scripts" / "install.sh"
+    argv = [str(script), "--no-core"] + [word for target in todo
+                                         for word in target.option.split()]
+    command = " ".join(argv)
+    names = ", ".join(map(str, todo))
+    if os.geteuid() != 0 or not script.is_file():
+        raise UserError(f"campaign {cfg.name} needs {names}, not installed: run {command} "
+                        "as root")
+    print(f"campaign {cfg.name} needs {names}: {command}", file=sys.stderr)
+    start = time.monotonic()
+    done = subprocess.run(["bash", *argv], check=False,
+                          env={**os.environ, "QIR_INSTALL_PYTHON": sys.executable})
+    if done.returncode != 0:
+        raise UserError(f"{command} failed (exit {done.returncode}; its output is above)")
+    print(f"installed {names} in {time.monotonic() - start:.1f} s", file=sys.stderr)
 
 
 def restore(path: Path | None) -> int:
