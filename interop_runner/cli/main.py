@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from interop_runner.cli import compare, history, report, results, run, sources, testbed
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
                                    RegistryError, StoreError, UserError)
-from interop_runner.storage.store import private_umask
+from interop_runner.storage.layout import private_umask
 
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
           "1 runtime error (node, SSH, preflight), 2 invalid configuration (also an unreachable "
