@@ -335,9 +335,9 @@ def _sides(result: "pd.DataFrame") -> tuple[str, str]:
 
 
 def _rule(result: "pd.DataFrame") -> str:
-    from interop_runner.analysis.ab.compare import Settings
+    from interop_runner.analysis.ab.compare import CompareSettings
 
-    s = Settings.of(result)
+    s = CompareSettings.of(result)
     paired = s.method == "paired"
     what, test, unit = (("median pair ratio", "Wilcoxon signed-rank", "pairs with both "
                          "attempts ok") if paired else
@@ -540,10 +540,10 @@ def _clean(value: Any) -> Any:
 
 def to_json(result: "pd.DataFrame", plan_frame: "pd.DataFrame | None" = None) -> dict[str, Any]:
     """The comparison as a JSON-serialisable dict: sides, settings, summary, cells, plan."""
-    from interop_runner.analysis.ab.compare import Settings, summary
+    from interop_runner.analysis.ab.compare import CompareSettings, summary
 
     a, b = _sides(result)
-    s = Settings.of(result)
+    s = CompareSettings.of(result)
     out: dict[str, Any] = {
         "a": a, "b": b,
         "column": result.attrs.get("column"),

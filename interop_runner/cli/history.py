@@ -283,14 +283,15 @@ def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[A
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Print the change points; exit 5 when a series' newest point is in a regression."""
-    from interop_runner.analysis.history import Settings, check, open_regressions
+    from interop_runner.analysis.history import ChangePointSettings, check, open_regressions
     from interop_runner.analysis.history.series import METRIC_GROUPS
 
     if not 0 < args.alpha < 1 or args.min_effect < 0 or args.min_size < 1:
         raise UserError("history check: --alpha must be in (0, 1), --min-effect >= 0, "
                         "--min-size >= 1")
     frame = _frame(args)
-    settings = Settings(alpha=args.alpha, min_effect=args.min_effect, min_size=args.min_size)
+    settings = ChangePointSettings(alpha=args.alpha, min_effect=args.min_effect,
+                                   min_size=args.min_size)
     changes = check(frame, METRIC_GROUPS[args.metric], settings)
     for line in describe_changes(changes):
         print(line)

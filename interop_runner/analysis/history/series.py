@@ -13,8 +13,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.history.changepoints import (METRIC_DIRECTIONS, ChangePoint, Point,
-                                                          Settings, change_points)
+from interop_runner.analysis.history.changepoints import (METRIC_DIRECTIONS, ChangePoint,
+                                                          ChangePointSettings, Point,
+                                                          change_points)
 from interop_runner.analysis.history.db import CPU_COST_COLUMNS
 
 SERIES_KEYS = ("testbed", "server", "client", "testcase", "signature")
@@ -130,7 +131,7 @@ def by_version(pts: Sequence[Point]) -> pd.DataFrame:
 
 
 def check(frame: pd.DataFrame, metrics: Sequence[str] = (GOODPUT,),
-          settings: Settings = Settings()) -> pd.DataFrame:
+          settings: ChangePointSettings = ChangePointSettings()) -> pd.DataFrame:
     """Every significant change point of every series and metric (:data:`CHANGE_COLUMNS`);
     ``newest`` is True on the last change point of a series and metric (the newest point of
     the series lies in the segment it opens)."""
