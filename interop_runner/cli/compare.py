@@ -25,12 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     import pandas as pd
-
-EXIT_SLOWER = 5
-EXIT_USAGE = 2
 
 DESCRIPTION = (
     "Compare the goodput of B against the baseline A per cell (same server, client, testcase "
@@ -107,7 +105,7 @@ def command(args: argparse.Namespace) -> int:
         return _compare(args)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -223,7 +221,8 @@ def _compare(args: argparse.Namespace) -> int:
     result.attrs.update(forced=bool(sides.differences), host_differences=sides.differences)
     _emit(args, render(result, args.format, plan_frame, cost), result, cost)
     slower = bool((result["verdict"] == "slower").any())
-    return EXIT_SLOWER if slower or (costlier(cost) and not args.ignore_cpu) else 0
+    gate = slower or (costlier(cost) and not args.ignore_cpu)
+    return ExitCode.SLOWER_OR_REGRESSION if gate else ExitCode.OK
 
 
 def _emit(args: argparse.Namespace, text: str, result: "pd.DataFrame",

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from interop_runner.analysis.history.ingest import Ingested
 
-EXIT_REGRESSION = 5
 DEFAULT_RESULTS = Path("results")
 METRICS = ("goodput_mbps", "server_cpu_s_per_gib", "client_cpu_s_per_gib",
            "server_cycles_per_byte", "client_cycles_per_byte")
@@ -189,7 +189,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
           f"{sum(d.outcome == 'unchanged' for d in report.done)} unchanged, "
           + (f"{duplicates} duplicate(s) skipped, " if duplicates else "")
           + f"{len(report.refused)} refused")
-    return 1 if report.refused else 0
+    return ExitCode.RUNTIME_ERROR if report.refused else ExitCode.OK
 
 
 def _ingested_line(done: "Ingested") -> str:
@@ -248,7 +248,7 @@ def cmd_show(args: argparse.Namespace) -> int:
               f"--testbed) to see its points")
         for row in table.itertuples():
             print(f"  {row.series}: {row.signature}")
-        return 0
+        return ExitCode.OK
     return _show_one(args, frame, table.iloc[0])
 
 
@@ -264,7 +264,7 @@ def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[A
         if args.plot is not None:
             print(f"warning: --plot: no figure written, no {args.metric} to draw",
                   file=sys.stderr)
-        return 0
+        return ExitCode.OK
     table = by_version(pts) if args.by == "version" else points_frame(pts)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if args.plot is not None:
@@ -275,7 +275,7 @@ def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[A
                                 metric=args.metric, title=f"series {row['series']}")
         fig.savefig(args.plot)
         print(f"figure: {args.plot}")
-    return 0
+    return ExitCode.OK
 
 
 # ----------------------------------------------------------------------------------- check ----
@@ -300,7 +300,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         .drop_duplicates().shape[0] if not frame.empty else 0
     print(f"{n_series} series, {len(changes)} change point(s), {len(hits)} open "
           f"regression(s)")
-    return EXIT_REGRESSION if len(hits) else 0
+    return ExitCode.SLOWER_OR_REGRESSION if len(hits) else ExitCode.OK
 
 
 def describe_changes(changes: "pd.DataFrame") -> list[str]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
 from interop_runner.config.implementations import ImplementationMeta, load_registry
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.config}: ok — {len(cfg.pair_list())} pair(s) x {cfg.repetitions} "
           f"repetition(s), file {format_iec(cfg.file_size)}, testbed "
           f"{', '.join(t.name for t in testbeds)}")
-    return 0
+    return ExitCode.OK
 
 
 def _kind(meta: ImplementationMeta) -> str:
@@ -95,7 +96,7 @@ def cmd_list(args: argparse.Namespace) -> int:
               f"roles={','.join(meta.roles):14} "
               f"alpn={','.join(meta.alpns):14} cc={','.join(sup.congestion_control) or '-':16} "
               f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}")
-    return 0
+    return ExitCode.OK
 
 
 def print_matrix(frame: "pd.DataFrame") -> None:
@@ -135,7 +136,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     else:
         raise UserError(f"{args.output}: output must end in .parquet or .csv")
     print(f"{args.output}: {len(frame)} attempt(s)")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -152,7 +153,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print_cost_matrices(frame, metric)
     if args.output is not None:
         _save_heatmap(_heatmap(frame, metric), args.output)
-    return 0
+    return ExitCode.OK
 
 
 def _heatmap(frame: "pd.DataFrame", metric: str | None) -> "Figure":

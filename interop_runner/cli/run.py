@@ -12,6 +12,7 @@ from interop_runner.cli.results import print_matrix
 from interop_runner.cli.testbed import ensure_local_testbed
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
 from interop_runner.errors import SchemaError, UserError
+from interop_runner.exit_codes import ExitCode
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = campaign.execute(progress=_progress(args, cfg, campaign))
     except KeyboardInterrupt:
         print("\ninterrupted: nodes cleaned up; stored attempts are kept", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     cache.finish(result.directory)
     code = _print_result(result)
     if not args.no_history:  # a failure is a warning line: the campaign itself is stored
@@ -103,7 +104,7 @@ def dry_run(args: argparse.Namespace, cfg: "CampaignConfig",
               f"alpn={run.alpn or '-'}{note}")
     _print_plan_summary(cfg, testbeds, seed, runs, [r for r in runs if r.key not in done],
                         args.results_dir or Path(cfg.results_dir))
-    return 0
+    return ExitCode.OK
 
 
 def _seed(resume: Path | None) -> int:
@@ -318,7 +319,7 @@ def _print_result(result: "CampaignResult") -> int:
     print(f"\nresults: {result.directory}  ({len(frame)} attempt(s), "
           f"{result.wall_s:.1f} s wall time; goodput in Mbit/s; CPU cost in CPU-s/GiB: user + "
           "system seconds of each side's processes per GiB delivered)")
-    return 0 if (frame["status"] == "ok").any() else 4
+    return ExitCode.OK if (frame["status"] == "ok").any() else ExitCode.NO_OK_ATTEMPT
 
 
 def undecided_cells(cfg: "CampaignConfig") -> "Callable[[Path], set[tuple[str, str]]]":

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from interop_runner.exit_codes import ExitCode
+
 DESCRIPTION = ("Fill the management node's source cache with every upstream archive an "
                "implementation's meta.yml names (`sources:`): kept if the cache holds it, "
                "copied from a local source directory when one has it, else downloaded from its "
@@ -41,4 +43,4 @@ def cmd_sources(args: argparse.Namespace) -> int:
         print(f"{item.archive.file}: {item.how}, SHA-256 {item.archive.sha256} ({item.path})")
     if not fetched:
         print("no implementation names a source archive")
-    return 0
+    return ExitCode.OK
