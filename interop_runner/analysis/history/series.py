@@ -61,6 +61,11 @@ def filter_series(frame: pd.DataFrame, **wanted: str | None) -> pd.DataFrame:
     return frame[mask]
 
 
+def series_count(frame: pd.DataFrame) -> int:
+    """How many series the attempts of ``frame`` belong to."""
+    return 0 if frame.empty else int(frame[list(SERIES_KEYS)].drop_duplicates().shape[0])
+
+
 def series_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per series: id, key, campaigns, first and last campaign time, the newest
     median goodput and the metrics that have values."""
