@@ -56,7 +56,7 @@ def build_report(paths: Sequence[Path | str], out_dir: Path | str,
     below ``paths``. Raises :class:`ReportError` for unusable input.
 
     With ``history_db``, the page leads with a History section: the series the history
-    provider reads from it (default ``interop_runner.analysis.history.report_series``), those
+    provider reads from it (default ``interop_runner.report.history.analysis_series``), those
     with change points drawn; without it (the default), no such section.
     """
     directories = find_campaigns(paths)

@@ -3,7 +3,7 @@
 Two sets of attempts (two campaigns, or two variants of one campaign) are split into *cells*:
 the same server, client, testcase and sweep parameters on both sides. Per cell the ok attempts'
 goodputs of side A (the baseline) and side B (the candidate) are compared in one of two ways
-(the statistics themselves are in :mod:`.abstats`):
+(the statistics themselves are in :mod:`.stats`):
 
 ``unpaired`` (two campaigns, or arms that did not run back to back)
     the medians of each side and the relative difference ``median_b / median_a - 1``, a
@@ -224,7 +224,7 @@ def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float =
     Unpaired: ``rel_diff = median_b / median_a - 1``, both sides resampled, Mann-Whitney U.
     ``paired=True`` (both frames from one campaign in ``order: paired``; see
     :func:`compare_variants`): the attempts are matched by :func:`pair_up`, ``rel_diff`` is
-    :func:`~.abstats.paired_change`, the CI resamples pairs, the p-value is the Wilcoxon
+    :func:`~.stats.paired_change`, the CI resamples pairs, the p-value is the Wilcoxon
     signed-rank test and ``min_samples`` counts pairs. The settings are kept in
     ``result.attrs``.
     """
