@@ -47,19 +47,25 @@ COST_HEADING = ("CPU cost per byte (CPU-s/GiB: user + system seconds of each sid
 
 
 def _cost_frame(cost: pd.DataFrame) -> pd.DataFrame:
-    keys = _key_columns(cost)
     return pd.DataFrame({
         "side": cost["side"],
-        **{k: cost[k].astype(str) for k in keys},
+        **{k: cost[k].astype(str) for k in _key_columns(cost)},
         "n A/B": [f"{r.n_a}/{r.n_b}" for r in cost.itertuples()],
-        "median A": [_num(v, ".2f") for v in cost["median_a"]],
-        "median B": [_num(v, ".2f") for v in cost["median_b"]],
-        "change %": [_pct(v) for v in cost["rel_diff"]],
-        "CI": [_ci(r) for _, r in cost.iterrows()],
-        "p": [_p(v) for v in cost["p_value"]],
+        **_change_columns(cost, ".2f"),
         "verdict": cost["verdict"],
         "note": cost["note"],
     })
+
+
+def _change_columns(result: pd.DataFrame, median_format: str) -> dict[str, list[str]]:
+    """The terminal table's columns of both medians, the change, its CI and the p-value."""
+    return {
+        "median A": [_num(v, median_format) for v in result["median_a"]],
+        "median B": [_num(v, median_format) for v in result["median_b"]],
+        "change %": [_pct(v) for v in result["rel_diff"]],
+        "CI": [_ci(r) for _, r in result.iterrows()],
+        "p": [_p(v) for v in result["p_value"]],
+    }
 
 
 def _measured(cost: pd.DataFrame) -> bool:
@@ -159,7 +165,7 @@ def to_table(result: pd.DataFrame, plan_frame: pd.DataFrame | None = None) -> st
     lines = [f"A (baseline): {a}", f"B:            {b}", f"method: {_method(result)}",
              f"rule: {_rule(result)}"]
     if result.attrs.get("forced"):
-            lines.append(f"FORCED: {facts_message(result.attrs['host_differences'])}")
+        lines.append(f"FORCED: {facts_message(result.attrs['host_differences'])}")
     for column, (va, vb) in (result.attrs.get("settings") or {}).items():
         lines.append(f"differs: {column}: {va} -> {vb}")
     keys = _key_columns(result)
@@ -168,11 +174,7 @@ def to_table(result: pd.DataFrame, plan_frame: pd.DataFrame | None = None) -> st
         "n A/B": [f"{r.n_a}/{r.n_b}" for r in result.itertuples()],
         **({"pairs": [_int(v) for v in result["n_pairs"]]} if _paired(result) else {}),
         "failed A/B": [f"{r.failed_a}/{r.failed_b}" for r in result.itertuples()],
-        "median A": [_num(v, ".1f") for v in result["median_a"]],
-        "median B": [_num(v, ".1f") for v in result["median_b"]],
-        "change %": [_pct(v) for v in result["rel_diff"]],
-        "CI": [_ci(r) for _, r in result.iterrows()],
-        "p": [_p(v) for v in result["p_value"]],
+        **_change_columns(result, ".1f"),
         "delta": [_num(v, "+.2f") for v in result["cliffs_delta"]],
         "verdict": result["verdict"],
         "note": result["note"],
