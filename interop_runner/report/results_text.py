@@ -7,13 +7,12 @@ results and prints what these return.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import pandas as pd
-
-from interop_runner.analysis.matrix import (COST_METRICS, SIDES, cost_column, status_matrix,
-                                            with_costs)
 from interop_runner.config.implementations import ImplementationMeta
+
+if TYPE_CHECKING:  # the matrices import pandas when drawn: `run.py list` stays quick
+    import pandas as pd
 
 
 def implementation_lines(registry: Mapping[str, ImplementationMeta]) -> list[str]:
@@ -44,15 +43,20 @@ def _kind(meta: ImplementationMeta) -> str:
     return "image (published)"
 
 
-def goodput_matrix_text(frame: pd.DataFrame) -> str:
+def goodput_matrix_text(frame: "pd.DataFrame") -> str:
     """The server x client goodput matrix of a results frame, after a blank line."""
+    from interop_runner.analysis.matrix import status_matrix
+
     return ("\nmedian goodput in Mbit/s; rows: server, columns: client\n"
             + status_matrix(frame).to_string())
 
 
-def cost_matrices_text(frame: pd.DataFrame, metric: str) -> str:
+def cost_matrices_text(frame: "pd.DataFrame", metric: str) -> str:
     """The server x client CPU cost matrices (server, client, total), each after a blank
     line."""
+    from interop_runner.analysis.matrix import (COST_METRICS, SIDES, cost_column,
+                                                status_matrix, with_costs)
+
     unit, number = COST_METRICS[metric]
     costs = with_costs(frame, metric)
     parts = []
