@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 from interop_runner.measure.campaign import Campaign  # noqa: E402
 from interop_runner.measure.outcome import CampaignResult  # noqa: E402
 from interop_runner.config.campaign import CampaignConfig, load_testbed  # noqa: E402
-from interop_runner.storage.store import RunRecord  # noqa: E402
+from interop_runner.storage.run_record import RunRecord  # noqa: E402
 from interop_runner.testbed import local  # noqa: E402
 
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from common import ROOT
 
+from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
-from interop_runner.storage.store import iter_run_files
 from interop_runner.testbed import local
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.storage.store import iter_run_files, read_run
+from interop_runner.storage.layout import iter_run_files
+from interop_runner.storage.run_record import read_run
 
 from .conftest import campaign_dirs, TESTBED_FILE
 from .test_campaign import assert_nodes_clean, run_cli

@@ -23,7 +23,7 @@ import pytest
 from interop_runner.config.implementations import ImplementationMeta
 from interop_runner.measure.attempt import Attempt, AttemptPlan
 from interop_runner.measure.side import SidePlan
-from interop_runner.storage.store import RunRecord, read_run, write_run
+from interop_runner.storage.run_record import RunRecord, read_run, write_run
 from interop_runner.testbed.files import file_digest, prepare_file
 from interop_runner.testbed.node import Node
 

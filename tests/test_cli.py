@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from interop_runner.cli import main
-from interop_runner.cli.main import COMMANDS, build_parser
+from interop_runner.cli.main import COMMANDS, EPILOG, build_parser
 from interop_runner.cli.main import main as module_main
 from interop_runner import errors
 from interop_runner.cli import run as cli_run
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
                                    RegistryError, StoreError, UserError)
+from interop_runner.exit_codes import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "tests" / "data" / "bad_input" / "good.yml"  # valid, on an unreachable testbed
@@ -45,6 +46,15 @@ def test_help_of_every_command(command: str, capsys: pytest.CaptureFixture[str])
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: run.py {command}".rstrip())
+
+
+def test_exit_codes_keep_their_documented_values() -> None:
+    """CI jobs gate on these numbers, and ``run.py --help`` names each one."""
+    assert {c.name: c.value for c in ExitCode} == {
+        "OK": 0, "RUNTIME_ERROR": 1, "USAGE": 2, "TESTBED_UNHEALTHY": 3, "NO_OK_ATTEMPT": 4,
+        "SLOWER_OR_REGRESSION": 5, "INTERRUPTED": 130}
+    for code in ExitCode:
+        assert f"{code.value} " in EPILOG, code
 
 
 @pytest.mark.parametrize("exc,code", [

@@ -188,7 +188,7 @@ def test_check_of_cpu_cost_says_costlier(history: Path, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     import duckdb
 
-    from interop_runner.analysis.history import Settings, check, load_history
+    from interop_runner.analysis.history import ChangePointSettings, check, load_history
     from interop_runner.analysis.history.series import METRIC_GROUPS
 
     db = tmp_path / "h.duckdb"
@@ -198,7 +198,7 @@ def test_check_of_cpu_cost_says_costlier(history: Path, tmp_path: Path,
     con.execute("UPDATE attempts SET server_cpu_s_per_gib = 8000 / goodput_mbps "
                 "WHERE goodput_mbps > 0")
     con.close()
-    changes = check(load_history(db), METRIC_GROUPS["all"], Settings())
+    changes = check(load_history(db), METRIC_GROUPS["all"], ChangePointSettings())
     assert sorted(zip(changes["metric"], changes["verdict"], changes["regression"])) == [
         ("goodput_mbps", "slower", True), ("server_cpu_s_per_gib", "costlier", True)]
     cost = changes[changes["metric"] == "server_cpu_s_per_gib"]

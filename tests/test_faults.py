@@ -29,7 +29,8 @@ from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor
 from interop_runner.testbed.node import Node
 from interop_runner.measure.attempt import Attempt
-from interop_runner.storage.store import iter_run_files, read_run
+from interop_runner.storage.layout import iter_run_files
+from interop_runner.storage.run_record import read_run
 from interop_runner.testbed import local
 from interop_runner.testbed.local.sshd import listener_pid
 

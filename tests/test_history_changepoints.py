@@ -12,7 +12,7 @@ import pytest
 
 from interop_runner.analysis import load_results
 from interop_runner.analysis.ab.stats import mann_whitney_p
-from interop_runner.analysis.history.changepoints import (Point, Settings, candidates,
+from interop_runner.analysis.history.changepoints import (ChangePointSettings, Point, candidates,
                                                           change_points, hierarchical_ci,
                                                           series_noise, split_p)
 
@@ -117,8 +117,8 @@ def test_min_effect_and_too_short_series() -> None:
     assert change_points(flat) == []  # 3 campaigns: fewer than two sides of min_size 2
     tiny = [Point(f"c{i}", None, (1000.0 * (1.01 if i >= 6 else 1.0) + (i % 3) * 0.1,))
             for i in range(12)]
-    assert change_points(tiny, Settings(min_effect=0.02)) == []  # real, but below 2 %
-    assert [c.index for c in change_points(tiny, Settings(min_effect=0.005))] == [6]
+    assert change_points(tiny, ChangePointSettings(min_effect=0.02)) == []  # real, but below 2 %
+    assert [c.index for c in change_points(tiny, ChangePointSettings(min_effect=0.005))] == [6]
 
 
 def test_split_p_is_a_permutation_rank_test() -> None:

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from interop_runner.parsers import compiled
 from interop_runner.parsers.ethtool import _READER as ETHTOOL_READER
-from interop_runner.parsers.layout import Aligned, AlignedCache
+from interop_runner.parsers.snapshots import Aligned, AlignedCache
 from interop_runner.parsers.netstat import _READER as NSTAT_READER
 from interop_runner.parsers.sysstat import _pidstat_shares, pidstat_cpu_summary
 
 from .test_parsers_fuzz import ETHTOOL, FUZZ, NSTAT, PIDSTAT, damaged
-from .test_parsers_layout import moved
+from .test_parsers_snapshots import moved
 
 RUNNER_PIDSTAT = tuple(t for t in PIDSTAT if "TGID" in t and "# Time" in t)
 WINDOWS = [(float("-inf"), float("inf")), (1.7e9, 1.8e9), (0.0, 1.0)]

@@ -18,7 +18,7 @@ from interop_runner.config.campaign import SSHConfig, check_ssh_files, load_camp
 from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
 from interop_runner.remote.ssh import SSHExecutor
 from interop_runner.testbed.node import Node, ssh_target
-from interop_runner.storage.store import new_campaign_dir, private_mkdir, write_json_atomic
+from interop_runner.storage.layout import new_campaign_dir, private_mkdir, write_json_atomic
 
 from .conftest import campaign_dirs, ROOT, TESTBED_FILE, write
 

@@ -32,7 +32,7 @@ from interop_runner.config.implementations import ImplementationMeta, ParameterS
 from interop_runner.testbed.node import Node
 from interop_runner.measure.attempt import Attempt, AttemptPlan
 from interop_runner.measure.side import SidePlan
-from interop_runner.storage.store import new_campaign_dir
+from interop_runner.storage.layout import new_campaign_dir
 
 CANARY = "PWNED"  # every hostile value tries to create a file of this name
 

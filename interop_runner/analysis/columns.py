@@ -20,7 +20,7 @@ from interop_runner.analysis.frame import Segment
 from interop_runner.monitors import ROLES, Monitor, NoValue, SideInput, ValueBlock
 from interop_runner.monitors.registry import ALWAYS, MONITORS
 from interop_runner.parsers import ParseError
-from interop_runner.parsers.layout import NamesMemo
+from interop_runner.parsers.snapshots import NamesMemo
 
 __all__ = ["ROLES", "DirectoryFiles", "extract_role", "link_rate_mbps", "monitor_columns",
            "monitor_segments", "joined_values", "segment_dict"]

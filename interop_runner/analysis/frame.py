@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
 import numpy as np
 
-from interop_runner.parsers.layout import NamesMemo
+from interop_runner.parsers.snapshots import NamesMemo
 
 # column -> pandas dtype (nullable types: a value a tool could not measure stays <NA>, never 0)
 COLUMNS: dict[str, Any] = {

@@ -24,8 +24,8 @@ from interop_runner.analysis.frame import (BASE_KEYS, COLUMNS, Chunk, NumericRow
 from interop_runner.monitors import declared_columns
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
-from interop_runner.storage.run_record import read_run_versioned
-from interop_runner.storage.store import STATUSES, iter_run_files, write_json_atomic
+from interop_runner.storage.layout import iter_run_files, write_json_atomic
+from interop_runner.storage.run_record import STATUSES, read_run_versioned
 
 __all__ = ["COLUMNS", "load_results", "summarize"]
 

@@ -7,8 +7,9 @@
                         [--metric M] [--by time|version] [--plot OUT.png]
     run.py history check [--db PATH] [--metric goodput|cpu|all] [--alpha A] [--min-effect F]
 
-The work is in :mod:`interop_runner.analysis.history`; this module parses options, prints and
-sets the exit status (5: a series' newest campaign lies in a significant regression).
+The work is in :mod:`interop_runner.analysis.history` and the text in
+:mod:`interop_runner.report.history_text`; this module parses options, prints and sets the exit
+status (5: a series' newest campaign lies in a significant regression).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from interop_runner.analysis.history.ingest import Ingested
 
-EXIT_REGRESSION = 5
 DEFAULT_RESULTS = Path("results")
 METRICS = ("goodput_mbps", "server_cpu_s_per_gib", "client_cpu_s_per_gib",
            "server_cycles_per_byte", "client_cycles_per_byte")
@@ -166,6 +166,7 @@ def ingest_db(dirs: list[Path]) -> Path:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Ingest; one line per campaign; exit 1 when any was refused."""
     from interop_runner.analysis.history import ingest
+    from interop_runner.report.history_text import ingest_summary, ingested_line, skipped_line
 
     if not args.dirs and not args.rebuild:
         raise UserError("history ingest: name at least one campaign or results directory")
@@ -178,28 +179,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     db = args.db or ingest_db(args.dirs)
     report = ingest(db, args.dirs, rebuild=args.rebuild)
     for path in report.skipped:
-        print(f"{'skipped':>9}  {path}  (a database file, not a campaign)")
+        print(skipped_line(path))
     for done in report.done:
-        print(_ingested_line(done))
+        print(ingested_line(done))
     for line in report.refused:
         print(f"error: {line}", file=sys.stderr)
-    written = sum(d.outcome in ("added", "replaced") for d in report.done)
-    duplicates = sum(d.outcome == "duplicate" for d in report.done)
-    print(f"{db}: {written} campaign(s) written, "
-          f"{sum(d.outcome == 'unchanged' for d in report.done)} unchanged, "
-          + (f"{duplicates} duplicate(s) skipped, " if duplicates else "")
-          + f"{len(report.refused)} refused")
-    return 1 if report.refused else 0
-
-
-def _ingested_line(done: "Ingested") -> str:
-    """One campaign's line of ``ingest``."""
-    if done.outcome == "unchanged":
-        return f"{done.outcome:>9}  {done.campaign}"
-    if done.outcome == "duplicate":
-        return (f"{done.outcome:>9}  {done.campaign}  ({done.directory}: the same campaign as "
-                f"{done.duplicate_of}, skipped)")
-    return f"{done.outcome:>9}  {done.campaign}  ({done.attempts} attempt(s))"
+    print(ingest_summary(db, report))
+    return ExitCode.RUNTIME_ERROR if report.refused else ExitCode.OK
 
 
 def auto_ingest(directory: Path) -> str:
@@ -233,6 +219,7 @@ def _frame(args: argparse.Namespace) -> "pd.DataFrame":
 def cmd_show(args: argparse.Namespace) -> int:
     """The series list, or one series over time or versions."""
     from interop_runner.analysis.history import series_table
+    from interop_runner.report.history_text import series_listing
 
     frame = _frame(args)
     table = series_table(frame)
@@ -242,31 +229,26 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.plot is not None:
             print(f"warning: --plot draws one series and {len(table)} match: no figure "
                   f"written; pick one with --series ID", file=sys.stderr)
-        print(table.drop(columns="signature").to_string(
-            index=False, float_format=lambda v: f"{v:.1f}"))
-        print(f"\n{len(table)} series; pick one with --series ID (or --server/--client/"
-              f"--testbed) to see its points")
-        for row in table.itertuples():
-            print(f"  {row.series}: {row.signature}")
-        return 0
+        print(series_listing(table))
+        return ExitCode.OK
     return _show_one(args, frame, table.iloc[0])
 
 
 def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[Any]") -> int:
     from interop_runner.analysis.history import points
-    from interop_runner.analysis.history.series import UNITS, by_version, points_frame
+    from interop_runner.analysis.history.series import by_version, points_frame
+    from interop_runner.report.history_text import points_text, series_heading
 
     pts = points(frame, args.metric)
-    print(f"series {row['series']}: {row['testbed']} {row['server']} -> {row['client']} "
-          f"{row['testcase']} {row['signature']}; {args.metric} in {UNITS[args.metric]}")
+    print(series_heading(row, args.metric))
     if not pts:
         print(f"not measured (NA) for this series: {args.metric}")
         if args.plot is not None:
             print(f"warning: --plot: no figure written, no {args.metric} to draw",
                   file=sys.stderr)
-        return 0
+        return ExitCode.OK
     table = by_version(pts) if args.by == "version" else points_frame(pts)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(points_text(table))
     if args.plot is not None:
         from interop_runner.analysis.history.changepoints import change_points
         from interop_runner.analysis.views.history import history_series
@@ -275,7 +257,7 @@ def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[A
                                 metric=args.metric, title=f"series {row['series']}")
         fig.savefig(args.plot)
         print(f"figure: {args.plot}")
-    return 0
+    return ExitCode.OK
 
 
 # ----------------------------------------------------------------------------------- check ----
@@ -283,38 +265,20 @@ def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[A
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Print the change points; exit 5 when a series' newest point is in a regression."""
-    from interop_runner.analysis.history import Settings, check, open_regressions
-    from interop_runner.analysis.history.series import METRIC_GROUPS
+    from interop_runner.analysis.history import ChangePointSettings, check, open_regressions
+    from interop_runner.analysis.history.series import METRIC_GROUPS, series_count
+    from interop_runner.report.history_text import check_summary, describe_changes
 
     if not 0 < args.alpha < 1 or args.min_effect < 0 or args.min_size < 1:
         raise UserError("history check: --alpha must be in (0, 1), --min-effect >= 0, "
                         "--min-size >= 1")
     frame = _frame(args)
-    settings = Settings(alpha=args.alpha, min_effect=args.min_effect, min_size=args.min_size)
+    settings = ChangePointSettings(alpha=args.alpha, min_effect=args.min_effect,
+                                   min_size=args.min_size)
     changes = check(frame, METRIC_GROUPS[args.metric], settings)
     for line in describe_changes(changes):
         print(line)
     hits = open_regressions(changes, args.recent)
-    n_series = frame[["testbed", "server", "client", "testcase", "signature"]] \
-        .drop_duplicates().shape[0] if not frame.empty else 0
-    print(f"{n_series} series, {len(changes)} change point(s), {len(hits)} open "
-          f"regression(s)")
-    return EXIT_REGRESSION if len(hits) else 0
+    print(check_summary(series_count(frame), len(changes), len(hits)))
+    return ExitCode.SLOWER_OR_REGRESSION if len(hits) else ExitCode.OK
 
-
-def describe_changes(changes: "pd.DataFrame") -> list[str]:
-    """One line per change point."""
-    from interop_runner.analysis.history.series import UNITS
-
-    lines = []
-    for c in changes.itertuples():
-        kind = "REGRESSION" if c.regression else "improvement"
-        open_ = " (open: the newest campaign lies after it)" if c.newest and c.regression \
-            else ""
-        lines.append(
-            f"{c.series} {c.testbed} {c.server}->{c.client} {c.testcase} {c.metric}: {kind}"
-            f"{open_} at {c.campaign} ({str(c.time)[:10]}), {c.versions_before} -> "
-            f"{c.versions_after}: {c.median_before:.4g} -> {c.median_after:.4g} "
-            f"{UNITS[str(c.metric)]} ({c.n_before}/{c.n_after} campaigns), "
-            f"{c.rel_change:+.1%} [{c.ci_low:+.1%}, {c.ci_high:+.1%}], p={c.p_value:.4f}")
-    return lines

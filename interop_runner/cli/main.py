@@ -18,7 +18,8 @@ from interop_runner.cli import (compare, history, notebooks, report, results, ru
                                 testbed)
 from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
                                    RegistryError, StoreError, TestbedUnreachable, UserError)
-from interop_runner.storage.store import private_umask
+from interop_runner.exit_codes import ExitCode
+from interop_runner.storage.layout import private_umask
 
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
           "1 runtime error (node, SSH, preflight), 2 invalid configuration (also an unreachable "
@@ -77,14 +78,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("paramiko").addHandler(logging.NullHandler())
     private_umask()  # results, caches, reports and journals stay private to the user
     try:
-        return int(COMMANDS[args.command](args) or 0)
+        code = COMMANDS[args.command](args) or ExitCode.OK
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
-        return 2
+        code = ExitCode.USAGE
     except TestbedUnreachable as exc:  # the testbed file names a host or key that is wrong
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        code = ExitCode.USAGE
     except RUNTIME_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        code = ExitCode.RUNTIME_ERROR
+    return int(code)  # a plain int for sys.exit and callers, whatever the command returned

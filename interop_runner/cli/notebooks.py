@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 from interop_runner.paths import PROJECT_ROOT
 
 INSTALL_HINT = ("pos_scripts/install.sh --notebook (as root), or pip install -e '.[notebook]' "
@@ -173,10 +174,10 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
         print(f"JupyterLab: {base}/lab?token={token}\nresults: {where}\n"
               "Ctrl-C stops it", flush=True)
         code = proc.wait()
-        return 0 if code == 0 else 1
+        return ExitCode.OK if code == 0 else ExitCode.RUNTIME_ERROR
     except KeyboardInterrupt:
         print("stopping JupyterLab", file=sys.stderr)
-        return 0
+        return ExitCode.OK
     finally:
         stop(proc, session)
         signal.signal(signal.SIGTERM, previous)

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from interop_runner.exit_codes import ExitCode
+
 DESCRIPTION = ("Write OUT_DIR/report.html, a self-contained page (figures embedded, no external "
                "resources, no JavaScript) about the campaigns below RESULTS_DIR: summary "
                "statistics per pair and variant, every analysis view that has data, failures "
@@ -58,7 +60,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise UserError(str(exc)) from None
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     for campaign in report.campaigns:
         skipped = ", ".join(s.view.name for s in campaign.skipped if not s.error) or "none"
         print(f"{campaign.name}: {len(campaign.frame)} attempt(s), "
@@ -69,4 +71,4 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"note: {len(report.keylogs)} TLS key log file(s) in these results (see the "
               f"report)", file=sys.stderr)
     print(f"report: {report.html_file}  (figures: {report.html_file.parent / 'figures'})")
-    return 0
+    return ExitCode.OK

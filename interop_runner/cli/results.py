@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
-from interop_runner.config.implementations import ImplementationMeta, load_registry
+from interop_runner.config.implementations import load_registry
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
@@ -70,56 +71,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.config}: ok — {len(cfg.pair_list())} pair(s) x {cfg.repetitions} "
           f"repetition(s), file {format_iec(cfg.file_size)}, testbed "
           f"{', '.join(t.name for t in testbeds)}")
-    return 0
-
-
-def _kind(meta: ImplementationMeta) -> str:
-    """How it runs: ``native``, ``image (build, base X)`` or ``image (ref)``."""
-    if meta.image is None:
-        return "native"
-    if meta.image.build is not None:
-        return f"image ({meta.image.base})"
-    return "image (published)"
+    return ExitCode.OK
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """One line per implementation: version, roles, protocols, support, parameters."""
-    registry = load_registry()
-    name_w = max(len(m.name) for m in registry.values())
-    version_w = max(len(m.version) for m in registry.values())
-    for meta in registry.values():
-        params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
-        sup = meta.supports
-        flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog") if getattr(sup, n)]
-        print(f"{meta.name:{name_w}} {meta.version:{version_w}} {_kind(meta):22} "
-              f"roles={','.join(meta.roles):14} "
-              f"alpn={','.join(meta.alpns):14} cc={','.join(sup.congestion_control) or '-':16} "
-              f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}")
-    return 0
+    from interop_runner.report.results_text import implementation_lines
+
+    for line in implementation_lines(load_registry()):
+        print(line)
+    return ExitCode.OK
 
 
 def print_matrix(frame: "pd.DataFrame") -> None:
     """The server x client goodput matrix of a results frame, on stdout."""
-    from interop_runner.analysis import status_matrix
+    from interop_runner.report.results_text import goodput_matrix_text
 
-    table = status_matrix(frame)
-    print("\nmedian goodput in Mbit/s; rows: server, columns: client")
-    print(table.to_string())
-
-
-def print_cost_matrices(frame: "pd.DataFrame", metric: str) -> None:
-    """The server x client CPU cost matrices (server, client, total) on stdout."""
-    from interop_runner.analysis.matrix import (COST_METRICS, SIDES, cost_column,
-                                                status_matrix, with_costs)
-
-    unit, number = COST_METRICS[metric]
-    costs = with_costs(frame, metric)
-    for side in SIDES:
-        who = "server + client" if side == "total" else side
-        table = status_matrix(costs, cost_column(side, metric), number)
-        print(f"\nmedian {unit} of the {who} (NA: not measured); rows: server, "
-              "columns: client")
-        print(table.to_string())
+    print(goodput_matrix_text(frame))
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -135,7 +103,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     else:
         raise UserError(f"{args.output}: output must end in .parquet or .csv")
     print(f"{args.output}: {len(frame)} attempt(s)")
-    return 0
+    return ExitCode.OK
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -149,10 +117,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     if metric is None:
         print_matrix(frame)
     else:
-        print_cost_matrices(frame, metric)
+        from interop_runner.report.results_text import cost_matrices_text
+
+        print(cost_matrices_text(frame, metric))
     if args.output is not None:
         _save_heatmap(_heatmap(frame, metric), args.output)
-    return 0
+    return ExitCode.OK
 
 
 def _heatmap(frame: "pd.DataFrame", metric: str | None) -> "Figure":

@@ -11,6 +11,7 @@ from interop_runner.cli.results import print_matrix
 from interop_runner.cli.testbed import ensure_local_testbed
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = campaign.execute(progress=_progress(args, campaign))
     except KeyboardInterrupt:
         print("\ninterrupted: nodes cleaned up; stored attempts are kept", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     warning = cache.finish(result.directory)
     if warning is not None:
         print(warning, file=sys.stderr)
@@ -105,7 +106,7 @@ def dry_run(args: argparse.Namespace, cfg: "CampaignConfig",
         print(f"{run.server:>10} -> {run.client:<10} rep {run.repetition:<4}{variant} "
               f"alpn={run.alpn or '-'}{note}")
     _print_plan_summary(cfg, testbeds, plan, args.results_dir or Path(cfg.results_dir))
-    return 0
+    return ExitCode.OK
 
 
 def _print_plan_summary(cfg: "CampaignConfig", testbeds: "list[TestbedConfig]",
@@ -216,4 +217,4 @@ def _print_result(result: "CampaignResult") -> int:
     print(f"\nresults: {result.directory}  ({len(frame)} attempt(s), "
           f"{result.wall_s:.1f} s wall time; goodput in Mbit/s; CPU cost in CPU-s/GiB: user + "
           "system seconds of each side's processes per GiB delivered)")
-    return 0 if (frame["status"] == "ok").any() else 4
+    return ExitCode.OK if (frame["status"] == "ok").any() else ExitCode.NO_OK_ATTEMPT

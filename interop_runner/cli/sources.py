@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from interop_runner.errors import UserError
+from interop_runner.exit_codes import ExitCode
 
 DESCRIPTION = ("Fill the management node's source cache with every upstream archive an "
                "implementation's meta.yml names (`sources:`): kept if the cache holds it, "
@@ -52,4 +53,4 @@ def cmd_sources(args: argparse.Namespace) -> int:
     if not fetched:
         print("no implementation " + ("of these " if args.implementations else "")
               + "names a source archive")
-    return 0
+    return ExitCode.OK

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.errors import TestbedError, UserError
+from interop_runner.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from interop_runner.config.campaign import CampaignConfig
@@ -61,10 +62,10 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         else:
             status = testbed.status()
             print(status.render())
-            return 0 if status.healthy else 3
+            return ExitCode.OK if status.healthy else ExitCode.TESTBED_UNHEALTHY
     except TestbedError as exc:
         raise UserError(str(exc)) from None
-    return 0
+    return ExitCode.OK
 
 
 def ensure_local_testbed(cfg: "CampaignConfig | None" = None) -> None:
@@ -124,7 +125,7 @@ def restore(path: Path | None) -> int:
         undone.update(_restore_host())
     if not undone:
         print(f"{testbed.name}: nothing to restore")
-        return 0
+        return ExitCode.OK
     return _report_restored(undone)
 
 
@@ -148,4 +149,4 @@ def _report_restored(undone: "dict[str, Restored]") -> int:
         print(f"{node}: restored"
               + (f"; could not undo: {'; '.join(done.failed)}" if done.failed else ""))
         bad += len(done.failed)
-    return 1 if bad else 0
+    return ExitCode.RUNTIME_ERROR if bad else ExitCode.OK

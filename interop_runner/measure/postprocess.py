@@ -15,7 +15,7 @@ from interop_runner.config.params import CIPHERS
 from interop_runner.parsers.pcap import summarize_pcap
 from interop_runner.parsers.quic_initial import read_handshakes
 from interop_runner.parsers.perf import FoldedStacks, parse_perf_script, open_perf_script
-from interop_runner.storage.store import RunRecord
+from interop_runner.storage.run_record import RunRecord
 
 
 def _server_pids(side: Path) -> set[int]:

@@ -9,7 +9,7 @@ from interop_runner.parsers.common import ParseError, counter_delta
 from interop_runner.parsers.ethtool import (EthtoolStats, ethtool_delta, ethtool_totals_delta,
                                             ethtool_totals_deltas, parse_ethtool_stats)
 from interop_runner.parsers.ifstat import IfstatSample, parse_ifstat
-from interop_runner.parsers.layout import Deltas
+from interop_runner.parsers.snapshots import Deltas
 from interop_runner.parsers.netstat import nstat_delta, nstat_deltas, parse_netstat_s, parse_nstat
 from interop_runner.parsers.proc import ProcTimes, cpu_pct, cpu_seconds, parse_proc_times
 from interop_runner.parsers.sysfs import parse_sysfs_stats, sysfs_deltas

@@ -231,7 +231,7 @@ static const unsigned char *ascii_of(PyObject *s, Py_ssize_t size) {
 
 PyDoc_STRVAR(aligned_fits_doc,
 "aligned_fits(reference, fixed, text, digits) -> bool | None\n\n"
-"layout.Aligned.fits on text itself: every byte of the ASCII str `text` that differs from\n"
+"snapshots.Aligned.fits on text itself: every byte of the ASCII str `text` that differs from\n"
 "the bytes `reference` lies where `fixed` (one byte per byte, nonzero: may not change) is\n"
 "zero and is a digit (`digits`) or no line end. None when text is not ASCII of that size.");
 
@@ -269,7 +269,7 @@ static int append_line(PyObject *lines, Py_ssize_t line) {
     return failed ? -1 : 0;
 }
 
-/* The lines in which `old` differs from `new` (both `size` bytes), as layout.Aligned's
+/* The lines in which `old` differs from `new` (both `size` bytes), as snapshots.Aligned's
  * changed_lines: a byte's line is the number of line ends (`newlines`, ascending) before
  * it. Py_None when a byte of `old` that differs is no value's. */
 static PyObject *lines_changed(const unsigned char *fixed, const Py_ssize_t *newlines,
@@ -294,7 +294,7 @@ static PyObject *lines_changed(const unsigned char *fixed, const Py_ssize_t *new
 
 PyDoc_STRVAR(aligned_changed_lines_doc,
 "aligned_changed_lines(reference, fixed, newlines, new, old, digits) -> list[int] | None\n\n"
-"layout.Aligned.changed_lines on the texts themselves (ASCII str of the reference's size,\n"
+"snapshots.Aligned.changed_lines on the texts themselves (ASCII str of the reference's size,\n"
 "`new` one that fits; `newlines` the reference's line ends, intp): the lines, in order,\n"
 "in which `old` differs from `new`; None when it differs in more than values, or a text\n"
 "is not ASCII of that size.");

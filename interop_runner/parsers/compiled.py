@@ -17,9 +17,9 @@ AlignedChangedLines = Callable[[np.ndarray, np.ndarray, np.ndarray, str, str, bo
 pidstat_shares: PidstatShares | None = None
 """sysstat's pidstat fast-path loop (``_pidstat_shares``)."""
 aligned_fits: AlignedFits | None = None
-"""``layout.Aligned.fits`` on a text."""
+"""``snapshots.Aligned.fits`` on a text."""
 aligned_changed_lines: AlignedChangedLines | None = None
-"""``layout.Aligned.changed_lines`` on two texts."""
+"""``snapshots.Aligned.changed_lines`` on two texts."""
 
 
 def _load() -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from interop_runner.parsers.common import ParseError, counter_delta, excerpt
-from interop_runner.parsers.layout import Deltas, LayoutCache, changed_units
+from interop_runner.parsers.snapshots import Deltas, LayoutCache, changed_units
 
 __all__ = ["parse_sysfs_stats", "sysfs_deltas"]
 

@@ -24,25 +24,22 @@ trusts on first use, which appends the key to that file and records it in
 
 from __future__ import annotations
 
-import logging
 import os
 import select
 import shlex
 import shutil
-import socket
 import subprocess
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Mapping, Sequence
+from typing import Mapping, Sequence
+
 from interop_runner.errors import ConnectError, ConnectionLost, ExecutorError, HostKeyError
+from interop_runner.remote.protocol import (output_before_ready, split_pgid_marker,
+                                           wrapped_argv)
+from interop_runner.storage.layout import PRIVATE_FILE_MODE
 
-
-# Foreground wrapper: report the process group id on stderr's first line (so a timeout or Ctrl-C
-# can kill the whole group on the node), then exec the command in place.
-_RUN_WRAPPER = 'read -r _ _ _ _ pg _ </proc/$$/stat; echo "QIRPGID $pg" >&2; exec "$@"'
-_PG_MARKER = "QIRPGID "
 
 # Background launcher: `setsid` in a non-leader child makes pid == pgid == sid; the inner shell
 # records the exit code atomically once the command ends.
@@ -142,9 +139,6 @@ class CommandTimeout(ExecutorError):
         super().__init__(f"{node}: {shlex.join(argv)} timed out after {timeout:g} s")
 
 
-_log = logging.getLogger(__name__)
-
-
 @dataclass
 class Background:
     """A process started with :meth:`Executor.start`, identified by its process group."""
@@ -187,14 +181,6 @@ class _LocalHeld(Held):
         return self.proc.poll() is None
 
 
-def _ready_split(buf: bytes, ready: str) -> str | None:
-    """The output before the line ``ready``, once ``buf`` holds that line."""
-    lines = buf.decode(errors="replace").split("\n")
-    if ready in lines[:-1]:
-        return "\n".join(lines[:lines.index(ready)])
-    return None
-
-
 def _full_argv(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> list[str]:
     if not argv:
         raise ValueError("empty argv")
@@ -222,7 +208,8 @@ class Executor(ABC):
     # -- primitives implemented per transport -------------------------------------------------
     @abstractmethod
     def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
-        """Run argv wrapped by ``_RUN_WRAPPER``; return (exit, stdout, stderr-without-marker, s)."""
+        """Run argv under ``protocol.RUN_WRAPPER``; return (exit, stdout, stderr without the
+        marker line, seconds)."""
 
     @abstractmethod
     def put(self, local: Path | str, remote: str) -> None:
@@ -429,16 +416,6 @@ class Executor(ABC):
         self.close()
 
 
-PRIVATE_FILE_MODE = 0o600
-
-
-def _private_file(path: Path | str) -> "BinaryIO":
-    """Open ``path`` for writing (truncated), created or changed to mode 0600."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
-    os.fchmod(fd, PRIVATE_FILE_MODE)  # an existing file keeps its mode on O_CREAT
-    return os.fdopen(fd, "wb")
-
-
 class PrivateFilesExecutor(Executor):
     """Another executor whose commands run with ``umask 077``: what they create is 0600/0700.
 
@@ -475,26 +452,6 @@ class PrivateFilesExecutor(Executor):
         pass
 
 
-def _split_marker(err: str) -> tuple[int | None, str]:
-    if err.startswith(_PG_MARKER):
-        line, _, rest = err.partition("\n")
-        try:
-            return int(line[len(_PG_MARKER):]), rest
-        except ValueError:
-            return None, rest
-    return None, err
-
-
-def _os_error_text(exc: OSError) -> str:
-    """'Connection refused' rather than paramiko's '[Errno None] Unable to connect ...'."""
-    errors = getattr(exc, "errors", None)  # paramiko.ssh_exception.NoValidConnectionsError
-    if errors:
-        exc = next(iter(errors.values()))
-    if isinstance(exc, socket.timeout):
-        return "timed out"
-    return (exc.strerror or str(exc)).lower() if exc.strerror else str(exc)
-
-
 class LocalExecutor(Executor):
     """Runs commands on this machine (unit tests, the management node's own facts)."""
 
@@ -504,7 +461,7 @@ class LocalExecutor(Executor):
     def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
         t0 = time.monotonic()
         proc = subprocess.Popen(
-            ["sh", "-c", _RUN_WRAPPER, "qir", *argv],
+            wrapped_argv(argv),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
@@ -516,7 +473,7 @@ class LocalExecutor(Executor):
         except BaseException:
             self._killpg(proc)
             raise
-        _, err_s = _split_marker(err.decode(errors="replace"))
+        _, err_s = split_pgid_marker(err.decode(errors="replace"))
         return proc.returncode, out.decode(errors="replace"), err_s, time.monotonic() - t0
 
     @staticmethod
@@ -552,7 +509,7 @@ class LocalExecutor(Executor):
         assert proc.stdout is not None
         buf, deadline = b"", time.monotonic() + timeout
         while True:
-            if (before := _ready_split(buf, ready)) is not None:
+            if (before := output_before_ready(buf, ready)) is not None:
                 return _LocalHeld(proc), 0, before
             left = deadline - time.monotonic()
             if left <= 0:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from interop_runner.errors import ExecutorError, NodeBusy
 
 from interop_runner.remote.executor import Executor, Held
-from interop_runner.storage.store import utc_now
+from interop_runner.storage.layout import utc_now
 
 READY = "QIR-LEASED"
 BUSY_EXIT = 75  # EX_TEMPFAIL

@@ -10,6 +10,7 @@ backoff after a dropped connection (commands, SFTP transfers, and the hooks in
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import select
 import shlex
@@ -23,10 +24,23 @@ from typing import Callable, Sequence, TypeVar
 import paramiko
 
 from interop_runner.errors import ConnectError, ConnectionLost, HostKeyError
-
-from interop_runner.remote.executor import _RUN_WRAPPER, PRIVATE_FILE_MODE, CommandTimeout, Executor, Held, _log, _os_error_text, _private_file, _ready_split, _split_marker
+from interop_runner.remote.executor import CommandTimeout, Executor, Held
+from interop_runner.remote.protocol import (open_private_file, output_before_ready,
+                                           split_pgid_marker, wrapped_argv)
+from interop_runner.storage.layout import PRIVATE_FILE_MODE
 
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
+
+
+def _os_error_text(exc: OSError) -> str:
+    """'Connection refused' rather than paramiko's '[Errno None] Unable to connect ...'."""
+    errors = getattr(exc, "errors", None)  # paramiko.ssh_exception.NoValidConnectionsError
+    if errors:
+        exc = next(iter(errors.values()))
+    if isinstance(exc, socket.timeout):
+        return "timed out"
+    return (exc.strerror or str(exc)).lower() if exc.strerror else str(exc)
 
 
 class _Dropped(Exception):
@@ -228,7 +242,7 @@ class SSHExecutor(Executor):
         raise ConnectError(self._gave_up)
 
     def _exec(self, argv: Sequence[str], timeout: float) -> tuple[int, str, str, float]:
-        command = shlex.join(["sh", "-c", _RUN_WRAPPER, "qir", *argv])
+        command = shlex.join(wrapped_argv(argv))
         transport = self._live_transport()
         t0 = time.monotonic()
         try:
@@ -251,7 +265,7 @@ class SSHExecutor(Executor):
                 if chan.recv_stderr_ready():
                     err.append(chan.recv_stderr(1 << 16))
                     if pgid is None:
-                        pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
+                        pgid, _ = split_pgid_marker(b"".join(err).decode(errors="replace"))
                     continue
                 if not transport.is_active() and chan.exit_status == -1:
                     raise _Dropped()
@@ -263,7 +277,7 @@ class SSHExecutor(Executor):
             code = chan.recv_exit_status()
         except _Dropped:
             if pgid is None:
-                pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
+                pgid, _ = split_pgid_marker(b"".join(err).decode(errors="replace"))
             what = shlex.join(argv)
             self._reconnect(f"during `{what[:60]}`")  # ConnectError when it cannot
             if pgid is not None:
@@ -273,13 +287,13 @@ class SSHExecutor(Executor):
                 f"during `{what[:80]}` (reconnected; the command's outcome is unknown)") from None
         except BaseException:
             if pgid is None:
-                pgid, _ = _split_marker(b"".join(err).decode(errors="replace"))
+                pgid, _ = split_pgid_marker(b"".join(err).decode(errors="replace"))
             if pgid is not None:
                 self.kill_group(pgid)
             raise
         finally:
             chan.close()
-        _, err_s = _split_marker(b"".join(err).decode(errors="replace"))
+        _, err_s = split_pgid_marker(b"".join(err).decode(errors="replace"))
         return code, b"".join(out).decode(errors="replace"), err_s, time.monotonic() - t0
 
     def hold(self, argv: Sequence[str], ready: str, timeout: float
@@ -289,7 +303,7 @@ class SSHExecutor(Executor):
         try:
             chan.exec_command(shlex.join([str(a) for a in argv]))
             while True:
-                if (before := _ready_split(buf, ready)) is not None:
+                if (before := output_before_ready(buf, ready)) is not None:
                     return _SSHHeld(chan), 0, before
                 if chan.recv_ready():
                     buf += chan.recv(4096)
@@ -350,7 +364,7 @@ class SSHExecutor(Executor):
 
     def get(self, remote: str, local: Path | str) -> None:
         def op(sftp: paramiko.SFTPClient) -> None:
-            with _private_file(local) as fh:  # truncated on each try
+            with open_private_file(local) as fh:  # truncated on each try
                 sftp.getfo(remote, fh)
 
         self._file_op(f"get {remote}", op)

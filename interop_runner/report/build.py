@@ -31,13 +31,15 @@ from interop_runner.report.html import (CSS, FOLD_ROWS, MAX_TABLE_ROWS, TALL_ROW
                                         figure_html, folded_table, format_cell, hosts_section,
                                         html_table, keylog_notice, page, svg_width_px)
 from interop_runner.errors import ReportError
-from interop_runner.report.model import KEYLOG_NAME, Campaign, RenderedFigure, Report, Skipped, View, find_campaigns, find_keylogs, load_campaign, read_json, slugify, testbed_documents
+from interop_runner.report.model import (KEYLOG_NAME, RenderedFigure, Report, ReportCampaign,
+                                         Skipped, View, find_campaigns, find_keylogs,
+                                         load_campaign, read_json, slugify, testbed_documents)
 from interop_runner.report.tables import failures_table, summary_table, versions_table
 from interop_runner.report.views import VIEWS, figure_svg, render_views, save_figure
 
 __all__ = [
     "CSS", "FOLD_ROWS", "KEYLOG_NAME", "MAX_TABLE_ROWS", "TALL_ROWS", "VIEWS", "WIDE_PX",
-    "Campaign", "HistoryProvider", "HistorySeries", "RenderedFigure", "Report",
+    "ReportCampaign", "HistoryProvider", "HistorySeries", "RenderedFigure", "Report",
     "ReportError", "Skipped", "View", "bookkeeping", "build_report", "campaign_section",
     "esc", "facts_list", "failures_table", "figure_html", "figure_svg", "find_campaigns",
     "find_keylogs", "folded_table", "format_cell", "history_section", "hosts_section",
@@ -54,7 +56,7 @@ def build_report(paths: Sequence[Path | str], out_dir: Path | str,
     below ``paths``. Raises :class:`ReportError` for unusable input.
 
     With ``history_db``, the page leads with a History section: the series the history
-    provider reads from it (default ``interop_runner.analysis.history.report_series``), those
+    provider reads from it (default ``interop_runner.report.history.analysis_series``), those
     with change points drawn; without it (the default), no such section.
     """
     directories = find_campaigns(paths)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from interop_runner.report.model import Campaign, RenderedFigure, testbed_documents
+from interop_runner.report.model import ReportCampaign, RenderedFigure, testbed_documents
 from interop_runner.report.tables import failures_table, summary_table, versions_table
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def _fact_value(value: Any) -> str:
     return f"<details><summary>{esc(summary)}</summary>{esc(text)}</details>"
 
 
-def hosts_section(campaign: Campaign) -> str:
+def hosts_section(campaign: ReportCampaign) -> str:
     """Host facts per testbed: one row per fact, one column per node."""
     parts = []
     for testbed, doc in testbed_documents(campaign).items():
@@ -233,7 +233,7 @@ def svg_width_px(svg: str) -> float:
 
 # ----------------------------------------------------------------------------- sections
 
-def bookkeeping(campaign: Campaign) -> dict[str, Any]:
+def bookkeeping(campaign: ReportCampaign) -> dict[str, Any]:
     """The campaign's run facts shown at the top of its section."""
     meta = campaign.meta
     cfg = meta.get("config") or {}
@@ -304,7 +304,7 @@ SUMMARY_NOTE = ("Goodput in Mbit/s of the successful attempts per cell; n = succ
                 "measured it (– : not measured).")
 
 
-def campaign_section(campaign: Campaign) -> str:
+def campaign_section(campaign: ReportCampaign) -> str:
     """The whole section of one campaign: its run facts, then what a person looks at (the
     figures), then the long per-cell tables (folded when long), then the reference parts."""
     parts = [f'<section id="{esc(campaign.anchor)}"><h2>{esc(campaign.name)}</h2>',
@@ -318,7 +318,7 @@ def campaign_section(campaign: Campaign) -> str:
     return "".join(parts)
 
 
-def views_part(campaign: Campaign) -> str:
+def views_part(campaign: ReportCampaign) -> str:
     """The figures of a campaign, and one line per view that was not drawn."""
     parts = ["<h3>Views</h3>"]
     if campaign.figures:
@@ -335,7 +335,7 @@ def views_part(campaign: Campaign) -> str:
     return "".join(parts)
 
 
-def summary_part(campaign: Campaign) -> str:
+def summary_part(campaign: ReportCampaign) -> str:
     """The statistics per cell (folded when long)."""
     if campaign.frame.empty:
         return '<h3>Summary</h3><p class="muted">No attempts recorded.</p>'
@@ -343,7 +343,7 @@ def summary_part(campaign: Campaign) -> str:
             + folded_table(summary_table(campaign.frame), "statistics per cell"))
 
 
-def failures_part(campaign: Campaign) -> str:
+def failures_part(campaign: ReportCampaign) -> str:
     """The attempts that did not succeed (folded when long)."""
     failures = failures_table(campaign)
     body = folded_table(failures, "failed attempts") if len(failures) else \
@@ -351,7 +351,7 @@ def failures_part(campaign: Campaign) -> str:
     return f"<h3>Failures ({len(failures)})</h3>{body}"
 
 
-def page(campaigns: Sequence[Campaign], keylogs: Sequence[Path], roots: Sequence[Path],
+def page(campaigns: Sequence[ReportCampaign], keylogs: Sequence[Path], roots: Sequence[Path],
          history: str = "") -> str:
     """The complete HTML document; ``history`` is the History section's HTML (leads the
     campaigns when given)."""

@@ -1,6 +1,6 @@
 """The report's inputs and data model: which campaign directories to read, how to load them
 (our campaigns and predecessor QIR 10G experiment trees), and the dataclasses the rest of the
-report fills in and renders (:class:`Campaign`, :class:`RenderedFigure`, :class:`Report`).
+report fills in and renders (:class:`ReportCampaign`, :class:`RenderedFigure`, :class:`Report`).
 
 Nothing here draws or writes HTML; :mod:`interop_runner.report.build` is the entry point.
 """
@@ -59,7 +59,7 @@ class Skipped:
 
 
 @dataclasses.dataclass
-class Campaign:
+class ReportCampaign:
     """What the report needs of one campaign directory."""
 
     directory: Path
@@ -87,7 +87,7 @@ class Report:
 
     html_file: Path
     figure_files: list[Path]
-    campaigns: list[Campaign]
+    campaigns: list[ReportCampaign]
     keylogs: list[Path]
 
     @property
@@ -168,7 +168,7 @@ def find_keylogs(directories: Iterable[Path]) -> list[Path]:
     return sorted(hits)
 
 
-def testbed_documents(campaign: Campaign) -> dict[str, dict[str, Any]]:
+def testbed_documents(campaign: ReportCampaign) -> dict[str, dict[str, Any]]:
     """Per testbed, the document holding its ``hosts`` and ``implementations``: campaign.json
     itself, or ``testbed-<name>.json`` for campaigns over several testbeds."""
     files = campaign.meta.get("testbed_files")
@@ -191,17 +191,17 @@ def slugify(text: str) -> str:
 
 # ----------------------------------------------------------------------------- loading
 
-def load_campaign(directory: Path) -> Campaign:
+def load_campaign(directory: Path) -> ReportCampaign:
     """Read one campaign directory (its campaign.json and all its attempts)."""
     from interop_runner.analysis import load_results
 
     if not (directory / "campaign.json").is_file():
         return _load_qir10g_experiment(directory)
     meta = read_campaign_json(directory / "campaign.json")
-    return Campaign(directory, meta, load_results(directory), slug=slugify(directory.name))
+    return ReportCampaign(directory, meta, load_results(directory), slug=slugify(directory.name))
 
 
-def _load_qir10g_experiment(directory: Path) -> Campaign:
+def _load_qir10g_experiment(directory: Path) -> ReportCampaign:
     """A predecessor experiment directory (result.json + repetition trees) as a section."""
     from interop_runner.analysis.importers.qir10g import load_qir10g
 
@@ -214,4 +214,4 @@ def _load_qir10g_experiment(directory: Path) -> Campaign:
                    "clients": result.get("clients")},
         "hosts": {}, "implementations": {},
     }
-    return Campaign(directory, meta, frame, slug=slugify(name))
+    return ReportCampaign(directory, meta, frame, slug=slugify(name))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interop_runner.report.model import Campaign, testbed_documents
+from interop_runner.report.model import ReportCampaign, testbed_documents
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +61,7 @@ def _with_cpu_costs(table: "pd.DataFrame", frame: "pd.DataFrame",
     return pd.concat([table, medians.reset_index(drop=True).astype("Float64")], axis=1)
 
 
-def failures_table(campaign: Campaign) -> "pd.DataFrame":
+def failures_table(campaign: ReportCampaign) -> "pd.DataFrame":
     """One row per attempt that did not succeed: who, when, status and reason."""
     frame = campaign.frame
     if frame.empty:
@@ -79,7 +79,7 @@ def failures_table(campaign: Campaign) -> "pd.DataFrame":
     return out.reset_index(drop=True)
 
 
-def versions_table(campaign: Campaign) -> "pd.DataFrame":
+def versions_table(campaign: ReportCampaign) -> "pd.DataFrame":
     """Implementation versions per testbed, role and node (from the prepare step)."""
     import pandas as pd
 

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from interop_runner.report.model import Campaign, RenderedFigure, Skipped, View
+from interop_runner.report.model import ReportCampaign, RenderedFigure, Skipped, View
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,7 +87,7 @@ def _no_data(data: Any, fig: Any) -> bool:
     return axes is not None and not axes
 
 
-def render_views(campaign: Campaign, figures_dir: Path,
+def render_views(campaign: ReportCampaign, figures_dir: Path,
                  views: Sequence[View] = VIEWS) -> None:
     """Run every view on the campaign; fill ``campaign.figures`` and ``campaign.skipped``.
 

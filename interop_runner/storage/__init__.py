@@ -1,3 +1,3 @@
 """The results on disk: layout and atomic private writes (:mod:`.layout`), versioned documents
 (:mod:`.schema`), ``run.json`` (:mod:`.run_record`) and ``campaign.json`` /
-``testbed-<name>.json`` (:mod:`.campaign_record`). :mod:`.store` re-exports all of it."""
+``testbed-<name>.json`` (:mod:`.campaign_record`)."""

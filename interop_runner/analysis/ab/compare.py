@@ -3,7 +3,7 @@
 Two sets of attempts (two campaigns, or two variants of one campaign) are split into *cells*:
 the same server, client, testcase and sweep parameters on both sides. Per cell the ok attempts'
 goodputs of side A (the baseline) and side B (the candidate) are compared in one of two ways
-(the statistics themselves are in :mod:`.abstats`):
+(the statistics themselves are in :mod:`.stats`):
 
 ``unpaired`` (two campaigns, or arms that did not run back to back)
     the medians of each side and the relative difference ``median_b / median_a - 1``, a
@@ -58,7 +58,7 @@ __all__ = ["FACT_KEYS", "FACT_SYSCTLS", "VERDICT_COLOURS", "MWU_ARE", "VERDICTS"
            "bootstrap_ci", "cliffs_delta", "log_ratios",
            "mann_whitney_p", "min_pairs", "pair_noise", "paired_bootstrap_ci",
            "paired_change", "required_n", "required_pairs", "robust_cv", "verdict",
-           "wilcoxon_p", "NotComparableError", "Pairs", "Settings", "METHODS", "PAIR_COLUMN",
+           "wilcoxon_p", "NotComparableError", "Pairs", "CompareSettings", "METHODS", "PAIR_COLUMN",
            "SUBJECT", "as_written", "campaign_hosts", "cell_attempts", "cell_keys",
            "cell_label", "compare", "compare_campaigns", "compare_variants",
            "facts_differences", "facts_message", "find_column", "forest_plot", "pair_up",
@@ -227,14 +227,14 @@ def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float =
     Unpaired: ``rel_diff = median_b / median_a - 1``, both sides resampled, Mann-Whitney U.
     ``paired=True`` (both frames from one campaign in ``order: paired``; see
     :func:`compare_variants`): the attempts are matched by :func:`pair_up`, ``rel_diff`` is
-    :func:`~.abstats.paired_change`, the CI resamples pairs, the p-value is the Wilcoxon
+    :func:`~.stats.paired_change`, the CI resamples pairs, the p-value is the Wilcoxon
     signed-rank test and ``min_samples`` counts pairs. The settings are kept in
     ``result.attrs``.
     """
     _check_settings(confidence, min_effect)
     keys = list(by) if by is not None else cell_keys(frame_a, frame_b)
-    settings = Settings(min_effect, confidence, alpha, n_boot, seed, min_samples,
-                        "paired" if paired else "unpaired")
+    settings = CompareSettings(min_effect, confidence, alpha, n_boot, seed, min_samples,
+                               "paired" if paired else "unpaired")
     a = _normalized(with_pair_ids(frame_a) if paired else frame_a, keys)
     b = _normalized(with_pair_ids(frame_b) if paired else frame_b, keys)
     groups_a, groups_b = _groups(a, keys), _groups(b, keys)
@@ -255,7 +255,7 @@ def _check_settings(confidence: float, min_effect: float) -> None:
 
 
 def _cell_row(key: tuple[Any, ...], ga: pd.DataFrame | None, gb: pd.DataFrame | None,
-              keys: Sequence[str], s: "Settings") -> dict[str, Any]:
+              keys: Sequence[str], s: "CompareSettings") -> dict[str, Any]:
     """One row of a :func:`compare` result: the cell ``key`` with its attempts on side A
     (``ga``) and side B (``gb``; None: the cell is not on that side)."""
     x, failed_a = _samples(ga) if ga is not None else (np.empty(0), 0)
@@ -283,7 +283,7 @@ def _cell_row(key: tuple[Any, ...], ga: pd.DataFrame | None, gb: pd.DataFrame | 
 
 
 def _cell_notes(only_a: bool, only_b: bool, n_x: int, n_y: int, pairs: Pairs | None,
-                s: "Settings") -> list[str]:
+                s: "CompareSettings") -> list[str]:
     """Why a cell's verdict may be weak: one side missing, too few samples or pairs, ok
     attempts left without a partner."""
     notes = []
@@ -577,7 +577,7 @@ def compare_campaigns(dir_a: Path | str, dir_b: Path | str, *, force: bool = Fal
 
 
 @dataclass(frozen=True)
-class Settings:
+class CompareSettings:
     """The statistical settings of a comparison, for reports."""
 
     min_effect: float
@@ -589,11 +589,12 @@ class Settings:
     method: str = "unpaired"  # "paired" or "unpaired"
 
     @staticmethod
-    def of(result: pd.DataFrame) -> "Settings":
+    def of(result: pd.DataFrame) -> "CompareSettings":
         """The settings stored in a :func:`compare` result's ``attrs``."""
         attrs = result.attrs
-        return Settings(float(attrs.get("min_effect", 0.02)),
-                        float(attrs.get("confidence", 0.95)), float(attrs.get("alpha", 0.05)),
-                        int(attrs.get("n_boot", 10_000)), int(attrs.get("seed", 0)),
-                        int(attrs.get("min_samples", 5)),
-                        str(attrs.get("method", "unpaired")))
+        return CompareSettings(float(attrs.get("min_effect", 0.02)),
+                               float(attrs.get("confidence", 0.95)),
+                               float(attrs.get("alpha", 0.05)),
+                               int(attrs.get("n_boot", 10_000)), int(attrs.get("seed", 0)),
+                               int(attrs.get("min_samples", 5)),
+                               str(attrs.get("method", "unpaired")))

@@ -88,7 +88,7 @@ class Point:
 
 
 @dataclass(frozen=True)
-class Settings:
+class ChangePointSettings:
     """The knobs of the detection and of the significance rule."""
 
     alpha: float = 0.05
@@ -142,7 +142,8 @@ def series_noise(logs: Sequence[float] | np.ndarray) -> float:
     return spread / math.sqrt(2)
 
 
-def candidates(logs: Sequence[float] | np.ndarray, settings: Settings = Settings()) -> list[int]:
+def candidates(logs: Sequence[float] | np.ndarray,
+               settings: ChangePointSettings = ChangePointSettings()) -> list[int]:
     """Indices where a segment starts (PELT, ``l2`` cost, penalty scaled to the noise)."""
     y = np.asarray(logs, dtype=float)
     sigma = series_noise(y)
@@ -219,8 +220,8 @@ def _max_z(orders: np.ndarray, min_size: int) -> np.ndarray:
 
 
 def measure_change(points: Sequence[Point], start: int, index: int, stop: int,
-                   settings: Settings = Settings(), metric: str = "goodput_mbps"
-                   ) -> ChangePoint:
+                   settings: ChangePointSettings = ChangePointSettings(),
+                   metric: str = "goodput_mbps") -> ChangePoint:
     """The change at ``index`` measured over ``points[start:index]`` against
     ``points[index:stop]``."""
     before, after = points[start:index], points[index:stop]
@@ -246,7 +247,7 @@ def measure_change(points: Sequence[Point], start: int, index: int, stop: int,
         regression=said in CHANGES and rel * direction > 0)
 
 
-def change_points(points: Sequence[Point], settings: Settings = Settings(),
+def change_points(points: Sequence[Point], settings: ChangePointSettings = ChangePointSettings(),
                   metric: str = "goodput_mbps") -> list[ChangePoint]:
     """The significant change points of a series (oldest first; points without values are
     left out beforehand)."""

@@ -20,7 +20,7 @@ import pandas as pd
 from interop_runner.analysis.history import db as store
 from interop_runner.errors import StoreError, UserError
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
-from interop_runner.storage.store import iter_run_files
+from interop_runner.storage.layout import iter_run_files
 
 if TYPE_CHECKING:
     import duckdb

@@ -13,8 +13,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.history.changepoints import (METRIC_DIRECTIONS, ChangePoint, Point,
-                                                          Settings, change_points)
+from interop_runner.analysis.history.changepoints import (METRIC_DIRECTIONS, ChangePoint,
+                                                          ChangePointSettings, Point,
+                                                          change_points)
 from interop_runner.analysis.history.db import CPU_COST_COLUMNS
 
 SERIES_KEYS = ("testbed", "server", "client", "testcase", "signature")
@@ -58,6 +59,11 @@ def filter_series(frame: pd.DataFrame, **wanted: str | None) -> pd.DataFrame:
         else:
             mask &= (frame[column].astype("string") == value).fillna(False)
     return frame[mask]
+
+
+def series_count(frame: pd.DataFrame) -> int:
+    """How many series the attempts of ``frame`` belong to."""
+    return 0 if frame.empty else int(frame[list(SERIES_KEYS)].drop_duplicates().shape[0])
 
 
 def series_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -130,7 +136,7 @@ def by_version(pts: Sequence[Point]) -> pd.DataFrame:
 
 
 def check(frame: pd.DataFrame, metrics: Sequence[str] = (GOODPUT,),
-          settings: Settings = Settings()) -> pd.DataFrame:
+          settings: ChangePointSettings = ChangePointSettings()) -> pd.DataFrame:
     """Every significant change point of every series and metric (:data:`CHANGE_COLUMNS`);
     ``newest`` is True on the last change point of a series and metric (the newest point of
     the series lies in the segment it opens)."""

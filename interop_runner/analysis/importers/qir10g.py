@@ -45,7 +45,7 @@ from interop_runner.parsers import ParseError, mean_cpu_pct, parse_pidstat
 from interop_runner.parsers.common import ClockToEpoch
 from interop_runner.parsers.perf import FoldedStacks, categorize, filter_comm, read_perf_script
 from interop_runner.parsers.sysstat import PidstatSample
-from interop_runner.storage.store import STATUSES
+from interop_runner.storage.run_record import STATUSES
 
 __all__ = ["RESULT_FILE", "find_qir10g_experiments", "is_qir10g_tree", "load_qir10g",
            "load_qir10g_perf_categories"]

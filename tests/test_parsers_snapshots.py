@@ -1,4 +1,4 @@
-"""The counter parsers' layout paths (parsers/layout.py) give exactly what the line-by-line
+"""The counter parsers' layout paths (parsers/snapshots.py) give exactly what the line-by-line
 paths give: the same deltas, the same exception with the same message, on real snapshots
 whose values move (the byte-aligned path), of other lengths (the line path) and damaged
 (the fuzzer's damage), with the layout caches warm from earlier examples."""
@@ -19,7 +19,7 @@ from interop_runner.parsers import (ParseError, counter_delta, ethtool_totals_de
                                     nstat_delta, parse_mpstat_json, parse_nstat,
                                     parse_sysfs_stats)
 from interop_runner.parsers.ethtool import _line_totals_delta, ethtool_totals_deltas
-from interop_runner.parsers.layout import Aligned, Deltas, Layout, LayoutCache, NamesMemo
+from interop_runner.parsers.snapshots import Aligned, Deltas, Layout, LayoutCache, NamesMemo
 from interop_runner.parsers.netstat import _line_delta, nstat_deltas
 from interop_runner.parsers.sysfs import sysfs_deltas
 from interop_runner.parsers.sysstat import mpstat_busy
