@@ -30,10 +30,10 @@ from typing import Any
 
 from common import ROOT, machine
 
-from interop_runner.units import positive_size
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
 from interop_runner.testbed import local
+from interop_runner.units import positive_size
 
 CACHE = Path(local.SERVER.tmpdir) / "files"
 

@@ -12,9 +12,9 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from interop_runner.config.campaign import CampaignConfig, load_testbed  # noqa: E402
 from interop_runner.measure.campaign import Campaign  # noqa: E402
 from interop_runner.measure.outcome import CampaignResult  # noqa: E402
-from interop_runner.config.campaign import CampaignConfig, load_testbed  # noqa: E402
 from interop_runner.storage.run_record import RunRecord  # noqa: E402
 from interop_runner.testbed import local  # noqa: E402
 

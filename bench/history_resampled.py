@@ -22,7 +22,6 @@ import statistics
 from pathlib import Path
 
 import numpy as np
-
 from common import machine
 
 from interop_runner.analysis.history.changepoints import Point, change_points, resampled

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import make_campaign
 from common import ROOT, machine
 
-import make_campaign
 from interop_runner.storage.campaign_record import load_campaign_record, write_campaign
 
 FIRST_DAY = datetime(2026, 8, 1, 2, 0, 0, tzinfo=timezone.utc)

@@ -11,7 +11,7 @@ import pytest
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
 
-from .conftest import campaign_dirs, TESTBED_FILE
+from .conftest import TESTBED_FILE, campaign_dirs
 from .test_campaign import assert_nodes_clean, run_cli
 
 OLD, NEW = "quic-go@v0.64.0", "quic-go"

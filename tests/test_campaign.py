@@ -11,12 +11,19 @@ from pathlib import Path
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.measure.campaign import Campaign
 from interop_runner.config.campaign import load_campaign
 from interop_runner.measure.attempt import Attempt
+from interop_runner.measure.campaign import Campaign
 
-from .conftest import campaign_dirs, ROOT, TESTBED_FILE, scratch_leftovers, stray_processes, wait_until, \
-    write
+from .conftest import (
+    ROOT,
+    TESTBED_FILE,
+    campaign_dirs,
+    scratch_leftovers,
+    stray_processes,
+    wait_until,
+    write,
+)
 
 SIZE = 50 * 2**20
 
@@ -338,11 +345,11 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
                                                               monkeypatch):
     import shutil
 
-    from interop_runner.measure import campaign as campaign_mod
     from interop_runner.config import campaign as config_mod
+    from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
+    from interop_runner.measure import campaign as campaign_mod
     from interop_runner.measure import plan as plan_mod
     from interop_runner.measure import prepare as prepare_mod
-    from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     root = tmp_path / "impls"
     shutil.copytree(IMPLEMENTATIONS_DIR / "quic-go", root / "quic-go")

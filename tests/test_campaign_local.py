@@ -24,15 +24,18 @@ from interop_runner.config.implementations import load_registry
 from interop_runner.errors import SchemaError, StoreError
 from interop_runner.measure import campaign as campaign_mod
 from interop_runner.measure import plan as plan_mod
-from interop_runner.measure.hooks import CampaignHooks
-from interop_runner.measure.plan import build_plan
 from interop_runner.measure import prepare as prepare_mod
 from interop_runner.measure.campaign import Campaign
-from interop_runner.measure.outcome import CampaignResult, CampaignStopped, combined_status, \
-    ended_status
+from interop_runner.measure.hooks import CampaignHooks
+from interop_runner.measure.outcome import (
+    CampaignResult,
+    CampaignStopped,
+    combined_status,
+    ended_status,
+)
+from interop_runner.measure.plan import build_plan
 from interop_runner.remote.executor import LocalExecutor
-from interop_runner.storage.campaign_record import CAMPAIGN_SCHEMA_VERSION, \
-    load_campaign_record
+from interop_runner.storage.campaign_record import CAMPAIGN_SCHEMA_VERSION, load_campaign_record
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import RUN_SCHEMA_VERSION, load_run, read_run
 from interop_runner.testbed.node import Node

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.measure.campaign import Campaign
-from interop_runner.measure.plan import build_plan
 from interop_runner.config.campaign import load_campaign
-from interop_runner.remote.executor import LocalExecutor
 from interop_runner.config.knobs import DEFAULT_SOCKET_BUFFER
 from interop_runner.measure.attempt import Attempt
+from interop_runner.measure.campaign import Campaign
+from interop_runner.measure.plan import build_plan
+from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
 
-from .conftest import campaign_dirs, ROOT, scratch_leftovers, wait_until
+from .conftest import ROOT, campaign_dirs, scratch_leftovers, wait_until
 from .test_campaign import assert_nodes_clean, campaign, default_sigint, receiving, run_cli
 
 SWEEP = """name: sweep

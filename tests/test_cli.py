@@ -5,7 +5,6 @@ program as ``run.py``. Nothing here reaches a node."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -13,13 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from interop_runner import errors
 from interop_runner.cli import main
+from interop_runner.cli import run as cli_run
 from interop_runner.cli.main import COMMANDS, EPILOG, build_parser
 from interop_runner.cli.main import main as module_main
-from interop_runner import errors
-from interop_runner.cli import run as cli_run
-from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
-                                   RegistryError, StoreError, UserError)
+from interop_runner.errors import (
+    ConfigError,
+    ExecutorError,
+    KnobError,
+    PreflightError,
+    RegistryError,
+    StoreError,
+    UserError,
+)
 from interop_runner.exit_codes import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,8 +135,7 @@ def stored_campaign(directory: Path, config: Path, seed: int) -> Path:
     """A campaign directory as a campaign of ``config`` begins it: its campaign.json, built
     by the storage layer's builder; nothing ran."""
     from interop_runner.config.campaign import load_campaign_testbeds
-    from interop_runner.storage.campaign_record import PlanInfo, new_campaign_record, \
-        write_campaign
+    from interop_runner.storage.campaign_record import PlanInfo, new_campaign_record, write_campaign
 
     cfg, _ = load_campaign_testbeds(config)
     directory.mkdir()

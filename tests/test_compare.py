@@ -14,14 +14,33 @@ import pytest
 from scipy import stats
 
 from interop_runner.analysis.ab import stats as abstats
-from interop_runner.analysis.ab.compare import (PAIR_COLUMN, SUBJECT, bootstrap_ci, cliffs_delta,
-                                             compare, compare_campaigns, compare_variants,
-                                             facts_differences, find_column, forest_plot,
-                                             log_ratios, mann_whitney_p, min_pairs,
-                                             pair_noise, pair_up, paired_bootstrap_ci,
-                                             paired_change, plan, required_n, required_pairs,
-                                             robust_cv, sweep_order, verdict, wilcoxon_p,
-                                             with_pair_ids)
+from interop_runner.analysis.ab.compare import (
+    PAIR_COLUMN,
+    SUBJECT,
+    bootstrap_ci,
+    cliffs_delta,
+    compare,
+    compare_campaigns,
+    compare_variants,
+    facts_differences,
+    find_column,
+    forest_plot,
+    log_ratios,
+    mann_whitney_p,
+    min_pairs,
+    pair_noise,
+    pair_up,
+    paired_bootstrap_ci,
+    paired_change,
+    plan,
+    required_n,
+    required_pairs,
+    robust_cv,
+    sweep_order,
+    verdict,
+    wilcoxon_p,
+    with_pair_ids,
+)
 from interop_runner.cli.main import main
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample" / "campaign.json"

@@ -12,9 +12,17 @@ from typing import Any
 import pytest
 
 from interop_runner.analysis import estimate
-from interop_runner.analysis.estimate import (History, RemainingTime, Source, Value,
-                                              describe_estimate, estimate_plan, estimate_run,
-                                              format_duration, learn_history)
+from interop_runner.analysis.estimate import (
+    History,
+    RemainingTime,
+    Source,
+    Value,
+    describe_estimate,
+    estimate_plan,
+    estimate_run,
+    format_duration,
+    learn_history,
+)
 from interop_runner.analysis.progress import campaign_history, progress_bar, ticking
 
 from .conftest import ROOT

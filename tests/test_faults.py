@@ -21,21 +21,29 @@ from typing import Any, Callable
 
 import pytest
 
+from interop_runner.config.campaign import load_campaign
+from interop_runner.measure.attempt import Attempt
 from interop_runner.measure.campaign import Campaign
 from interop_runner.measure.outcome import CampaignStopped
 from interop_runner.measure.plan import build_plan
-from interop_runner.config.campaign import load_campaign
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor
-from interop_runner.testbed.node import Node
-from interop_runner.measure.attempt import Attempt
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
 from interop_runner.testbed import local
 from interop_runner.testbed.local.sshd import listener_pid
+from interop_runner.testbed.node import Node
 
-from .conftest import (campaign_dirs, ROOT, TESTBED_FILE, kill_ssh_sessions, namespace_pids, stop_sshd,
-                       stray_processes, write)
+from .conftest import (
+    ROOT,
+    TESTBED_FILE,
+    campaign_dirs,
+    kill_ssh_sessions,
+    namespace_pids,
+    stop_sshd,
+    stray_processes,
+    write,
+)
 from .reliability import DOC, Collector, Row
 from .test_campaign import default_sigint, run_cli
 from .test_campaign_sweep import host_state
@@ -611,11 +619,11 @@ def test_sigint_during_post(tmp_path, reliability, monkeypatch):
 def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
     import shutil
 
-    from interop_runner.measure import campaign as campaign_mod
     from interop_runner.config import campaign as config_mod
+    from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
+    from interop_runner.measure import campaign as campaign_mod
     from interop_runner.measure import plan as plan_mod
     from interop_runner.measure import prepare as prepare_mod
-    from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
 
     before = host_state()
     root = tmp_path / "impls"

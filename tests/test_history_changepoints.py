@@ -12,9 +12,15 @@ import pytest
 
 from interop_runner.analysis import load_results
 from interop_runner.analysis.ab.stats import mann_whitney_p
-from interop_runner.analysis.history.changepoints import (ChangePointSettings, Point, candidates,
-                                                          change_points, hierarchical_ci,
-                                                          series_noise, split_p)
+from interop_runner.analysis.history.changepoints import (
+    ChangePointSettings,
+    Point,
+    candidates,
+    change_points,
+    hierarchical_ci,
+    series_noise,
+    split_p,
+)
 
 QIR10G = Path(__file__).parent / "data" / "qir10g"
 CAMPAIGN_NOISE = 0.03  # between-campaign scatter (log sd); the real attempts vary ~1-3 %

@@ -14,8 +14,13 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.history import CampaignRefused, ingest, load_campaigns, \
-    load_history, query
+from interop_runner.analysis.history import (
+    CampaignRefused,
+    ingest,
+    load_campaigns,
+    load_history,
+    query,
+)
 from interop_runner.analysis.history.db import CPU_COST_COLUMNS, connect
 from interop_runner.errors import UserError
 
@@ -174,8 +179,12 @@ def test_two_copies_of_one_campaign_in_one_ingest(sample: Path, tmp_path: Path) 
 
 def test_a_failed_batch_is_one_line_and_leaves_the_database_usable(sample: Path,
                                                                   tmp_path: Path) -> None:
-    from interop_runner.analysis.history.ingest import campaign_rows, content_digest, \
-        read_meta, write_rows
+    from interop_runner.analysis.history.ingest import (
+        campaign_rows,
+        content_digest,
+        read_meta,
+        write_rows,
+    )
 
     rows = campaign_rows(sample, read_meta(sample), content_digest(sample))
     con = connect(tmp_path / "h.duckdb")

@@ -7,13 +7,17 @@ from pathlib import Path
 import pytest
 
 from interop_runner.config.campaign import NodeConfig, SSHConfig
-from interop_runner.remote.executor import LocalExecutor
-from interop_runner.config.implementations import (IMPLEMENTATIONS_DIR, ParameterSpec, common_alpn,
-                                            load_registry)
-from interop_runner.testbed.node import Node
+from interop_runner.config.implementations import (
+    IMPLEMENTATIONS_DIR,
+    ParameterSpec,
+    common_alpn,
+    load_registry,
+)
 from interop_runner.config.params import StandardParams
 from interop_runner.measure.attempt import Attempt, AttemptPlan
 from interop_runner.measure.side import SidePlan
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.testbed.node import Node
 
 CONTRACT_SERVER = {"ROLE", "TESTCASE", "IP", "PORT", "ALPN", "WWW", "CERTS", "LOGS",
                    "SSLKEYLOGFILE", "QLOGDIR", "SETUP_DIR"}

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.remote.executor import LocalExecutor
 from interop_runner.config.knobs import DEFAULT_SOCKET_BUFFER, Knobs, format_cpulist, parse_cpulist
 from interop_runner.parsers.ethtool import parse_ethtool_features
+from interop_runner.remote.executor import LocalExecutor
 from interop_runner.testbed.knobs import Journal, NodeKnobs
 
 DATA = Path(__file__).parent / "data"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.remote.executor import LocalExecutor
 from interop_runner.errors import NodeBusy
+from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.lease import Lease, holder, owner_line
 from interop_runner.testbed.node import Node
 

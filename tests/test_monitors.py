@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -14,13 +15,11 @@ import pytest
 
 from interop_runner.analysis import load_results
 from interop_runner.analysis.diagnosis import LINK_SHARE
+from interop_runner.measure.monitor_session import NodeMonitors
+from interop_runner.monitors import registry
 from interop_runner.parsers.sysstat import parse_pidstat
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor
-import dataclasses
-
-from interop_runner.monitors import registry
-from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.testbed.node import ssh_target
 
 from .test_campaign import assert_nodes_clean, campaign, execute
@@ -236,8 +235,12 @@ def test_cache_is_used_and_invalidated(tmp_path):
 
 @pytest.mark.usefixtures("local_testbed")
 def test_perf_tcpdump_ifstat_qlog(tmp_path, local_testbed):
-    from interop_runner.analysis import (load_core_usage, load_cpu_series, load_interface_rates,
-                                         load_perf_categories)
+    from interop_runner.analysis import (
+        load_core_usage,
+        load_cpu_series,
+        load_interface_rates,
+        load_perf_categories,
+    )
     from interop_runner.measure.flamegraph import find_flamegraph_tool
 
     # 96 MiB through a 250 Mbit/s tbf: every transfer lasts >= 3 s however fast the machine,

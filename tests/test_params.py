@@ -4,8 +4,15 @@ import pytest
 from pydantic import ValidationError
 
 from interop_runner.config.implementations import load_registry
-from interop_runner.config.params import (LIBRARY_DEFAULT, StandardParams, Supports, check_negotiated,
-                                   normalise_cc, parse_negotiated, resolve)
+from interop_runner.config.params import (
+    LIBRARY_DEFAULT,
+    StandardParams,
+    Supports,
+    check_negotiated,
+    normalise_cc,
+    parse_negotiated,
+    resolve,
+)
 
 FULL = Supports(congestion_control=["cubic", "reno", "bbr"],
                 cipher=["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from interop_runner.parsers import compiled
 from interop_runner.parsers.ethtool import _READER as ETHTOOL_READER
-from interop_runner.parsers.snapshots import Aligned, AlignedCache
 from interop_runner.parsers.netstat import _READER as NSTAT_READER
+from interop_runner.parsers.snapshots import Aligned, AlignedCache
 from interop_runner.parsers.sysstat import _pidstat_shares, pidstat_cpu_summary
 
 from .test_parsers_fuzz import ETHTOOL, FUZZ, NSTAT, PIDSTAT, damaged

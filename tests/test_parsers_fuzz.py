@@ -28,20 +28,32 @@ from typing import Any, TypeVar
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from interop_runner.analysis import load_results
 from interop_runner.analysis.columns import monitor_columns
-from interop_runner.parsers.folded import write_folded
-from interop_runner.parsers import (ParseError, cpu_pct, ethtool_totals_delta, mean_cpu_pct,
-                                    nstat_delta, parse_ethtool_stats, parse_ifstat,
-                                    parse_mpstat_json, parse_netstat_s, parse_nstat,
-                                    parse_pidstat, parse_proc_times, parse_sysfs_stats,
-                                    parse_tc_qdisc, pidstat_cpu_summary)
+from interop_runner.parsers import (
+    ParseError,
+    cpu_pct,
+    ethtool_totals_delta,
+    mean_cpu_pct,
+    nstat_delta,
+    parse_ethtool_stats,
+    parse_ifstat,
+    parse_mpstat_json,
+    parse_netstat_s,
+    parse_nstat,
+    parse_pidstat,
+    parse_proc_times,
+    parse_sysfs_stats,
+    parse_tc_qdisc,
+    pidstat_cpu_summary,
+)
 from interop_runner.parsers import quic_initial as qi
+from interop_runner.parsers.folded import write_folded
 from interop_runner.parsers.pcap import summarize_pcap
 from interop_runner.parsers.perf import parse_perf_script
 

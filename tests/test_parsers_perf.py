@@ -21,11 +21,20 @@ import yaml
 
 from interop_runner.measure import flamegraph
 from interop_runner.measure.flamegraph import FlamegraphToolMissing, write_flamegraph
-from interop_runner.parsers.folded import read_folded, write_folded
 from interop_runner.parsers import ParseError, perf
-from interop_runner.parsers.perf import (CATEGORIES, RulesError, categorize, category_counts,
-                                         comm_totals, filter_comm, load_rules, open_perf_script,
-                                         parse_perf_script, parse_rules)
+from interop_runner.parsers.folded import read_folded, write_folded
+from interop_runner.parsers.perf import (
+    CATEGORIES,
+    RulesError,
+    categorize,
+    category_counts,
+    comm_totals,
+    filter_comm,
+    load_rules,
+    open_perf_script,
+    parse_perf_script,
+    parse_rules,
+)
 
 DATA = Path(__file__).resolve().parent / "data" / "perf"
 SERVER_SLICE = DATA / "fixture-lsquic-server-70001-72000.perf.zst"

@@ -15,12 +15,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interop_runner.parsers import (ParseError, counter_delta, ethtool_totals_delta,
-                                    nstat_delta, parse_mpstat_json, parse_nstat,
-                                    parse_sysfs_stats)
+from interop_runner.parsers import (
+    ParseError,
+    counter_delta,
+    ethtool_totals_delta,
+    nstat_delta,
+    parse_mpstat_json,
+    parse_nstat,
+    parse_sysfs_stats,
+)
 from interop_runner.parsers.ethtool import _line_totals_delta, ethtool_totals_deltas
-from interop_runner.parsers.snapshots import Aligned, Deltas, Layout, LayoutCache, NamesMemo
 from interop_runner.parsers.netstat import _line_delta, nstat_deltas
+from interop_runner.parsers.snapshots import Aligned, Deltas, Layout, LayoutCache, NamesMemo
 from interop_runner.parsers.sysfs import sysfs_deltas
 from interop_runner.parsers.sysstat import mpstat_busy
 

@@ -13,8 +13,8 @@ import shutil
 import signal
 import socket
 import stat
-import sys
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interop_runner.testbed.node import REQUIRED_TOOLS
 from interop_runner.testbed.files import HASH_COMMANDS
+from interop_runner.testbed.node import REQUIRED_TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 PREPARE = ROOT / "pos_scripts" / "prepare-node.sh"

@@ -27,11 +27,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from interop_runner.analysis import (goodput_matrix, is_qir10g_tree, load_qir10g,
-                                     load_qir10g_perf_categories, load_results, plot_matrix,
-                                     summarize)
-from interop_runner.parsers.perf import category_counts, categorize, filter_comm, load_rules
-from interop_runner.parsers.perf import read_perf_script
+from interop_runner.analysis import (
+    goodput_matrix,
+    is_qir10g_tree,
+    load_qir10g,
+    load_qir10g_perf_categories,
+    load_results,
+    plot_matrix,
+    summarize,
+)
+from interop_runner.parsers.perf import (
+    categorize,
+    category_counts,
+    filter_comm,
+    load_rules,
+    read_perf_script,
+)
 
 from .conftest import ROOT
 

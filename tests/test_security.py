@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.errors import ConfigError, ConnectError, HostKeyError
-
 from interop_runner.config.campaign import SSHConfig, check_ssh_files, load_campaign_testbeds
+from interop_runner.errors import ConfigError, ConnectError, HostKeyError
 from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
 from interop_runner.remote.ssh import SSHExecutor
-from interop_runner.testbed.node import Node, ssh_target
 from interop_runner.storage.layout import new_campaign_dir, private_mkdir, write_json_atomic
+from interop_runner.testbed.node import Node, ssh_target
 
-from .conftest import campaign_dirs, ROOT, TESTBED_FILE, write
+from .conftest import ROOT, TESTBED_FILE, campaign_dirs, write
 
 STATE = Path("/run/qir-testbed")
 SERVER_HOST = "198.18.0.2"

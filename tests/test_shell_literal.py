@@ -26,13 +26,13 @@ import pytest
 from pydantic import ValidationError
 
 from interop_runner.config.campaign import CampaignConfig, NodeConfig
-from interop_runner.remote.executor import Executor, LocalExecutor
-from interop_runner.remote.ssh import SSHExecutor, SSHTarget
 from interop_runner.config.implementations import ImplementationMeta, ParameterSpec
-from interop_runner.testbed.node import Node
 from interop_runner.measure.attempt import Attempt, AttemptPlan
 from interop_runner.measure.side import SidePlan
+from interop_runner.remote.executor import Executor, LocalExecutor
+from interop_runner.remote.ssh import SSHExecutor, SSHTarget
 from interop_runner.storage.layout import new_campaign_dir
+from interop_runner.testbed.node import Node
 
 CANARY = "PWNED"  # every hostile value tries to create a file of this name
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -7,8 +7,15 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from interop_runner.analysis.stats import (axis_number, axis_order, bootstrap_median_ci,
-                                           cell_stats, describe, flag_outliers, knee)
+from interop_runner.analysis.stats import (
+    axis_number,
+    axis_order,
+    bootstrap_median_ci,
+    cell_stats,
+    describe,
+    flag_outliers,
+    knee,
+)
 
 
 def _frame() -> pd.DataFrame:

@@ -17,10 +17,22 @@ from typing import Any, Callable
 import pytest
 
 from interop_runner.errors import ReportError, SchemaError, StoreError
-from interop_runner.storage.campaign_record import CAMPAIGN_SCHEMA, CAMPAIGN_SCHEMA_VERSION, \
-    CampaignRecord, load_campaign_record, read_campaign, write_campaign
-from interop_runner.storage.run_record import RUN_SCHEMA, RUN_SCHEMA_VERSION, RunRecord, \
-    load_run, read_run, write_run
+from interop_runner.storage.campaign_record import (
+    CAMPAIGN_SCHEMA,
+    CAMPAIGN_SCHEMA_VERSION,
+    CampaignRecord,
+    load_campaign_record,
+    read_campaign,
+    write_campaign,
+)
+from interop_runner.storage.run_record import (
+    RUN_SCHEMA,
+    RUN_SCHEMA_VERSION,
+    RunRecord,
+    load_run,
+    read_run,
+    write_run,
+)
 from interop_runner.storage.schema import DocumentSchema
 
 SCHEMA_DIR = Path(__file__).parent / "data" / "schema"

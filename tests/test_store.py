@@ -7,11 +7,22 @@ from datetime import datetime, timezone
 import pytest
 
 from interop_runner.errors import StoreError
-
-from interop_runner.storage.layout import attempt_dir, new_campaign_dir, next_attempt, \
-    unrecorded_attempts, write_json_atomic
-from interop_runner.storage.run_record import RUN_SCHEMA_VERSION, RunRecord, Side, load_run, \
-    read_run, stored_attempts, write_run
+from interop_runner.storage.layout import (
+    attempt_dir,
+    new_campaign_dir,
+    next_attempt,
+    unrecorded_attempts,
+    write_json_atomic,
+)
+from interop_runner.storage.run_record import (
+    RUN_SCHEMA_VERSION,
+    RunRecord,
+    Side,
+    load_run,
+    read_run,
+    stored_attempts,
+    write_run,
+)
 
 
 def record(rep: int = 1, attempt: int = 1, **kw) -> RunRecord:

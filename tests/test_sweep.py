@@ -2,10 +2,10 @@
 
 import pytest
 
-from interop_runner.measure.plan import plan_runs
-from interop_runner.errors import ConfigError
 from interop_runner.config.campaign import load_campaign, variant_configs
 from interop_runner.config.sweep import Axis, Sweep, apply, order_runs, slug, variants
+from interop_runner.errors import ConfigError
+from interop_runner.measure.plan import plan_runs
 
 from .test_campaign import run_cli
 

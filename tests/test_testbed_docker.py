@@ -22,8 +22,15 @@ import pytest
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.testbed import local
 from interop_runner.testbed.local import DEFAULT_LAYOUT as LAYOUT
-from interop_runner.testbed.local import (NODES, LocalTestbed, NodeSpec, engine_start,
-                                          engine_stop, engines, processes)
+from interop_runner.testbed.local import (
+    NODES,
+    LocalTestbed,
+    NodeSpec,
+    engine_start,
+    engine_stop,
+    engines,
+    processes,
+)
 
 from .conftest import wait_until
 

@@ -20,10 +20,23 @@ from interop_runner.errors import ConnectError, TestbedError
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.remote.ssh import SSHExecutor, SSHTarget
 from interop_runner.testbed import local
+from interop_runner.testbed.local import (
+    CLIENT,
+    NODES,
+    SERVER,
+    LocalTestbed,
+    NodeSpec,
+    engine_start,
+    engine_stop,
+    engines,
+    host,
+    keys,
+    links,
+    processes,
+    scratch,
+    sshd,
+)
 from interop_runner.testbed.local import DEFAULT_LAYOUT as LAYOUT
-from interop_runner.testbed.local import (CLIENT, NODES, SERVER, LocalTestbed, NodeSpec,
-                                          engine_start, engine_stop, engines, host, keys, links,
-                                          processes, scratch, sshd)
 
 if os.geteuid() != 0:
     pytest.skip("local testbed tests need root (network namespaces, sshd)",

@@ -8,9 +8,17 @@ from pathlib import Path
 import yaml
 
 from interop_runner.testbed.local import layout
-from interop_runner.testbed.local.layout import (DATA, DEFAULT_LAYOUT, MANAGEMENT, Layout,
-                                                 LinkEnd, NodeSpec, VethLink, endpoint,
-                                                 management_link)
+from interop_runner.testbed.local.layout import (
+    DATA,
+    DEFAULT_LAYOUT,
+    MANAGEMENT,
+    Layout,
+    LinkEnd,
+    NodeSpec,
+    VethLink,
+    endpoint,
+    management_link,
+)
 
 SERVER, CLIENT = DEFAULT_LAYOUT.nodes
 

@@ -10,8 +10,15 @@ from typing import Any
 
 import pytest
 
-from interop_runner.testbed.local import (DEFAULT_LAYOUT, engines, keys, links, processes,
-                                          scratch, sshd)
+from interop_runner.testbed.local import (
+    DEFAULT_LAYOUT,
+    engines,
+    keys,
+    links,
+    processes,
+    scratch,
+    sshd,
+)
 from interop_runner.testbed.local.host import Host
 from interop_runner.testbed.local.layout import DATA, MANAGEMENT, Layout, endpoint
 from interop_runner.testbed.local.status import NodeStatus, TestbedStatus

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.measure.campaign import side_params
-from interop_runner.measure.plan import plan_runs
-from interop_runner.errors import ConfigError
 from interop_runner.config.campaign import load_campaign
 from interop_runner.config.implementations import VariantSpec, load_registry, resolve
 from interop_runner.config.sweep import order_runs
+from interop_runner.errors import ConfigError
+from interop_runner.measure.campaign import side_params
+from interop_runner.measure.plan import plan_runs
 from interop_runner.measure.variants import pack_source
 
 AB = """name: ab

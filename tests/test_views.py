@@ -13,10 +13,18 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from interop_runner.analysis import load_results  # noqa: E402
-from interop_runner.analysis.views import (bottlenecks, buffer_sweep, crypto,  # noqa: E402
-                                           goodput_over_time, hardware, host_facts,
-                                           interop_heatmap, offloads, perf_categories,
-                                           pinning)
+from interop_runner.analysis.views import (  # noqa: E402
+    bottlenecks,
+    buffer_sweep,
+    crypto,
+    goodput_over_time,
+    hardware,
+    host_facts,
+    interop_heatmap,
+    offloads,
+    perf_categories,
+    pinning,
+)
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample"
 VIEWS = [buffer_sweep, crypto, interop_heatmap, perf_categories, hardware, offloads, pinning,

@@ -1,20 +1,45 @@
 """Analysis of stored results: DataFrames and summaries. Never runs commands or opens SSH."""
 
-from interop_runner.analysis.ab.compare import (compare, compare_campaigns, compare_variants, facts_differences,
-                      forest_plot, plan)
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
+from interop_runner.analysis.ab.compare import (
+    compare,
+    compare_campaigns,
+    compare_variants,
+    facts_differences,
+    forest_plot,
+    plan,
+)
 from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
+from interop_runner.analysis.importers.qir10g import (
+    is_qir10g_tree,
+    load_qir10g,
+    load_qir10g_perf_categories,
+)
 from interop_runner.analysis.matrix import goodput_matrix, plot_matrix, status_matrix
-from interop_runner.analysis.importers.qir10g import is_qir10g_tree, load_qir10g, load_qir10g_perf_categories
 from interop_runner.analysis.results import COLUMNS, load_results, summarize
-from interop_runner.analysis.series import (load_core_usage, load_cpu_series, load_interface_rates, load_nic_queues,
-                     load_perf_categories)
+from interop_runner.analysis.series import (
+    load_core_usage,
+    load_cpu_series,
+    load_interface_rates,
+    load_nic_queues,
+    load_perf_categories,
+)
 from interop_runner.analysis.stats import bootstrap_median_ci, cell_stats, flag_outliers, knee
 
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
-
 if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with load_results
-    from interop_runner.analysis.views import (bottlenecks, buffer_sweep, crypto, goodput_over_time, hardware,
-                        interop_heatmap, offloads, perf_categories, pinning)
+    from interop_runner.analysis.views import (
+        bottlenecks,
+        buffer_sweep,
+        crypto,
+        goodput_over_time,
+        hardware,
+        interop_heatmap,
+        offloads,
+        perf_categories,
+        pinning,
+    )
 
 _VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
           "interop_heatmap", "offloads", "perf_categories", "pinning")

@@ -21,10 +21,17 @@ import numpy as np
 
 from interop_runner.analysis import frame
 from interop_runner.analysis.frame import Segment, chunked, merge_chunks
-from interop_runner.analysis.results import (ParsedAttempt, campaign_context,
-                                             campaign_run_files, campaign_signature,
-                                             chunk_of_attempts, load_results, parse_attempt,
-                                             results_frame, write_cache)
+from interop_runner.analysis.results import (
+    ParsedAttempt,
+    campaign_context,
+    campaign_run_files,
+    campaign_signature,
+    chunk_of_attempts,
+    load_results,
+    parse_attempt,
+    results_frame,
+    write_cache,
+)
 
 __all__ = ["CampaignCache"]
 

@@ -6,7 +6,6 @@ monitors (:mod:`interop_runner.monitors`); a test checks the table against the l
 
 from __future__ import annotations
 
-from interop_runner.analysis.frame import COLUMNS
 from interop_runner.monitors import ROLES, all_columns
 
 # name -> (unit, source, meaning); every key of COLUMNS and the derived columns

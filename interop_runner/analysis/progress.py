@@ -9,8 +9,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from interop_runner.analysis.estimate import History, PlannedLike, RemainingTime, \
-    estimate_plan, estimate_run, learn_history
+from interop_runner.analysis.estimate import (
+    History,
+    PlannedLike,
+    RemainingTime,
+    estimate_plan,
+    estimate_run,
+    learn_history,
+)
 
 # (the items a campaign goes through, the runs it goes through) -> the same items
 ProgressBar = Callable[[Iterator[Any], Sequence["KeyedRun"]], Iterator[Any]]

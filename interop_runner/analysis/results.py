@@ -14,15 +14,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.columns import (joined_values, link_rate_mbps, monitor_segments,
-                                             requested_monitors)
-from interop_runner.analysis.cpu_cost import NAMES as CYCLES_COLUMNS, cycles_per_byte
+from interop_runner.analysis.columns import (
+    joined_values,
+    link_rate_mbps,
+    monitor_segments,
+    requested_monitors,
+)
+from interop_runner.analysis.cpu_cost import NAMES as CYCLES_COLUMNS
+from interop_runner.analysis.cpu_cost import cycles_per_byte
 from interop_runner.analysis.diagnosis import bottleneck_columns, rule_inputs
+from interop_runner.analysis.frame import (
+    BASE_KEYS,
+    COLUMNS,
+    Chunk,
+    NumericRows,
+    Segment,
+    base_overlap,
+    pooled_chunks,
+)
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
-from interop_runner.analysis.frame import (BASE_KEYS, COLUMNS, Chunk, NumericRows, Segment,
-                                           base_overlap, pooled_chunks)
-from interop_runner.monitors import declared_columns
 from interop_runner.errors import StoreError
+from interop_runner.monitors import declared_columns
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
 from interop_runner.storage.layout import iter_run_files, write_json_atomic
 from interop_runner.storage.run_record import STATUSES, read_run_versioned

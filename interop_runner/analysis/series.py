@@ -9,12 +9,18 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from interop_runner.parsers import (ParseError, ethtool_delta, parse_ethtool_stats, parse_ifstat,
-                       parse_mpstat_json, parse_pidstat)
-from interop_runner.storage.layout import iter_run_files
-from interop_runner.storage.run_record import read_run
 from interop_runner.monitors import ROLES
 from interop_runner.monitors.captures import perf_shares
+from interop_runner.parsers import (
+    ParseError,
+    ethtool_delta,
+    parse_ethtool_stats,
+    parse_ifstat,
+    parse_mpstat_json,
+    parse_pidstat,
+)
+from interop_runner.storage.layout import iter_run_files
+from interop_runner.storage.run_record import read_run
 
 ID_COLUMNS = ("campaign", "server", "client", "testcase", "repetition", "attempt", "role")
 

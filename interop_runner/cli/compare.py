@@ -150,8 +150,11 @@ class _Sides:
     frames it runs on and the host-fact differences of two campaigns."""
 
     def __init__(self, args: argparse.Namespace, stats: dict[str, Any]) -> None:
-        from interop_runner.analysis.ab.compare import (campaign_hosts, facts_differences,
-                                                        facts_message)
+        from interop_runner.analysis.ab.compare import (
+            campaign_hosts,
+            facts_differences,
+            facts_message,
+        )
 
         self.args, self.stats = args, stats
         self.frame_a = _load(args.a)

@@ -14,10 +14,17 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from interop_runner.cli import (compare, history, notebooks, report, results, run, sources,
-                                testbed)
-from interop_runner.errors import (ConfigError, ExecutorError, KnobError, PreflightError,
-                                   RegistryError, StoreError, TestbedUnreachable, UserError)
+from interop_runner.cli import compare, history, notebooks, report, results, run, sources, testbed
+from interop_runner.errors import (
+    ConfigError,
+    ExecutorError,
+    KnobError,
+    PreflightError,
+    RegistryError,
+    StoreError,
+    TestbedUnreachable,
+    UserError,
+)
 from interop_runner.exit_codes import ExitCode
 from interop_runner.storage.layout import private_umask
 

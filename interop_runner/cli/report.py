@@ -49,8 +49,7 @@ def history_db(args: argparse.Namespace) -> Path | None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Run the command; user errors are one ``error:`` line and exit code 2."""
-    from interop_runner.errors import UserError
-    from interop_runner.errors import ReportError
+    from interop_runner.errors import ReportError, UserError
     from interop_runner.report.build import build_report
 
     try:

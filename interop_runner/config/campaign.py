@@ -15,13 +15,17 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from interop_runner.errors import ConfigError, RegistryError
-
-from interop_runner.config.implementations import ImplementationMeta, VariantSpec, load_registry, resolve
-from interop_runner.monitors import MONITORS as MONITOR_REGISTRY
+from interop_runner.config.implementations import (
+    ImplementationMeta,
+    VariantSpec,
+    load_registry,
+    resolve,
+)
 from interop_runner.config.knobs import Knobs
 from interop_runner.config.params import StandardParams
 from interop_runner.config.sweep import Sweep, Variant, apply, variants
+from interop_runner.errors import ConfigError, RegistryError
+from interop_runner.monitors import MONITORS as MONITOR_REGISTRY
 from interop_runner.units import positive_size
 
 DEFAULT_FILE_SIZE = 8 * 2**30

@@ -12,10 +12,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from interop_runner.config.params import Supports
-from interop_runner.units import parse_size
 from interop_runner.errors import RegistryError
-
 from interop_runner.paths import IMPLEMENTATIONS_DIR
+from interop_runner.units import parse_size
+
 ROLES = ("server", "client")
 SCRIPTS = ("setup", "pre", "run-server", "run-client", "post", "version")
 EXIT_UNSUPPORTED = 127

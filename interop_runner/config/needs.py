@@ -31,8 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from interop_runner.config.implementations import (IMAGE_BASES_DIR, ImplementationMeta,
-                                                    load_registry, resolve)
+from interop_runner.config.implementations import (
+    IMAGE_BASES_DIR,
+    ImplementationMeta,
+    load_registry,
+    resolve,
+)
 from interop_runner.paths import IMPLEMENTATIONS_DIR
 
 if TYPE_CHECKING:

@@ -13,21 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from interop_runner.errors import ConnectError, ExecutorError, KnobError
-
-from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.config.implementations import EXIT_UNSUPPORTED, ImplementationMeta
-from interop_runner.testbed.files import HASH_COMMANDS
-from interop_runner.testbed.knobs import KnobState, NodeKnobs
+from interop_runner.config.params import (
+    Resolved,
+    StandardParams,
+    check_negotiated,
+    parse_negotiated,
+)
+from interop_runner.errors import ConnectError, ExecutorError, KnobError
 from interop_runner.measure.container import ContainerSide, qir_testcase
 from interop_runner.measure.monitor_session import NodeMonitors
-from interop_runner.testbed.node import Node
-from interop_runner.config.params import Resolved, StandardParams, check_negotiated, \
-    parse_negotiated
-from interop_runner.measure.side import SidePlan
 from interop_runner.measure.postprocess import process_handshake, process_pcaps, process_perf
+from interop_runner.measure.side import SidePlan
+from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
 from interop_runner.storage.run_record import HOST_KEYS, RunRecord, Side, Status
+from interop_runner.testbed.files import HASH_COMMANDS
+from interop_runner.testbed.knobs import KnobState, NodeKnobs
+from interop_runner.testbed.node import Node
 from interop_runner.units import goodput_mbps
 
 # Client wrapper: $0 stdout file, $1 stderr file, $2 pidstat output file ("" = none), rest =

@@ -21,20 +21,41 @@ from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork
 from interop_runner.measure.hooks import CampaignHooks, OnRecord, Progress
-from interop_runner.measure.outcome import CampaignResult, CampaignStopped, TermAsInterrupt, \
-    ended_status
-from interop_runner.measure.plan import CampaignPlan, PlannedRun, build_plan, completed_keys, \
-    plan_order, plan_runs
-from interop_runner.measure.prepare import Preparation, Prepared
+from interop_runner.measure.outcome import (
+    CampaignResult,
+    CampaignStopped,
+    TermAsInterrupt,
+    ended_status,
+)
+from interop_runner.measure.plan import (
+    CampaignPlan,
+    PlannedRun,
+    build_plan,
+    completed_keys,
+    plan_order,
+    plan_runs,
+)
 from interop_runner.measure.preflight import check_knobs_on_nodes, check_knobs_on_testbed
+from interop_runner.measure.prepare import Preparation, Prepared
 from interop_runner.measure.side import ROLES, ImplKey, Role, SidePlan
 from interop_runner.measure.workers import Workers, execute_parallel
 from interop_runner.paths import PROJECT_ROOT as REPO_ROOT
 from interop_runner.remote.executor import LocalExecutor
-from interop_runner.storage.campaign_record import AdaptiveRound, CampaignRecord, PlanInfo, \
-    new_campaign_record, write_campaign
-from interop_runner.storage.layout import attempt_dir, new_campaign_dir, next_attempt, \
-    private_umask, unrecorded_attempts, utc_now
+from interop_runner.storage.campaign_record import (
+    AdaptiveRound,
+    CampaignRecord,
+    PlanInfo,
+    new_campaign_record,
+    write_campaign,
+)
+from interop_runner.storage.layout import (
+    attempt_dir,
+    new_campaign_dir,
+    next_attempt,
+    private_umask,
+    unrecorded_attempts,
+    utc_now,
+)
 from interop_runner.storage.run_record import RunRecord, write_run
 from interop_runner.testbed.containers import reap_containers
 from interop_runner.testbed.knobs import NodeKnobs

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 
 from interop_runner.config.campaign import MonitorOptions
-from interop_runner.remote.executor import Background, Executor
 from interop_runner.monitors import MONITORS, SeriesCommand, StartContext
+from interop_runner.remote.executor import Background, Executor
 
 # CPU time of a process group from /proc, at the edges of the transfer window: the first line
 # is "<epoch ns> <clock ticks per second>", then one /proc/<pid>/stat line per group member.

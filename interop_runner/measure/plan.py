@@ -14,11 +14,11 @@ from typing import Sequence
 
 from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.implementations import common_alpn, load_registry, resolve
+from interop_runner.config.sweep import Variant, order_runs, slug
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import CampaignRecord, load_campaign_record, plain
 from interop_runner.storage.layout import repetition_dir
 from interop_runner.storage.run_record import stored_attempts
-from interop_runner.config.sweep import Variant, order_runs, slug
 
 
 @dataclass

@@ -8,13 +8,13 @@ import json
 import re
 from pathlib import Path
 
-from interop_runner.measure.flamegraph import FlamegraphToolMissing, write_flamegraph
-from interop_runner.parsers.folded import write_folded
-from interop_runner.parsers import ParseError, parse_proc_times
 from interop_runner.config.params import CIPHERS
+from interop_runner.measure.flamegraph import FlamegraphToolMissing, write_flamegraph
+from interop_runner.parsers import ParseError, parse_proc_times
+from interop_runner.parsers.folded import write_folded
 from interop_runner.parsers.pcap import summarize_pcap
+from interop_runner.parsers.perf import FoldedStacks, open_perf_script, parse_perf_script
 from interop_runner.parsers.quic_initial import read_handshakes
-from interop_runner.parsers.perf import FoldedStacks, parse_perf_script, open_perf_script
 from interop_runner.storage.run_record import RunRecord
 
 

@@ -17,10 +17,20 @@ from interop_runner.errors import EngineError, SetupError
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.side import ROLES, ImplKey, Role
 from interop_runner.measure.variants import SourceArchive, VariantError, variant_source
-from interop_runner.storage.campaign_record import CampaignRecord, FileInfo, \
-    ImplementationEntry, plain
-from interop_runner.testbed.files import CACHE_CHECK, HASH_COMMANDS, SPACE_MARGIN, ServedFile, \
-    prepare_file, space_needed
+from interop_runner.storage.campaign_record import (
+    CampaignRecord,
+    FileInfo,
+    ImplementationEntry,
+    plain,
+)
+from interop_runner.testbed.files import (
+    CACHE_CHECK,
+    HASH_COMMANDS,
+    SPACE_MARGIN,
+    ServedFile,
+    prepare_file,
+    space_needed,
+)
 from interop_runner.testbed.images import ensure_image
 from interop_runner.testbed.knobs import NodeKnobs
 from interop_runner.testbed.node import Node

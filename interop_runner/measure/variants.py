@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interop_runner.errors import ExecutorError
-
-from interop_runner.remote.executor import LocalExecutor
 from interop_runner.config.implementations import ImplementationMeta, UpstreamArchive
+from interop_runner.errors import ExecutorError
+from interop_runner.remote.executor import LocalExecutor
 from interop_runner.testbed.sources import fetch
 
 

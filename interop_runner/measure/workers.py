@@ -24,8 +24,7 @@ from interop_runner.errors import StoreError
 from interop_runner.measure.hooks import OnRecord, Progress
 from interop_runner.measure.outcome import CampaignResult, TermAsInterrupt, combined_status
 from interop_runner.measure.plan import PlannedRun
-from interop_runner.storage.campaign_record import CampaignRecord, read_campaign, \
-    write_campaign
+from interop_runner.storage.campaign_record import CampaignRecord, read_campaign, write_campaign
 from interop_runner.storage.layout import iter_run_files, utc_now
 from interop_runner.storage.run_record import load_run
 

@@ -8,8 +8,16 @@ from __future__ import annotations
 import numpy as np
 
 from interop_runner.monitors.base import Column, Monitor, SideInput, SnapshotCommand, ValueBlock
-from interop_runner.parsers import (Deltas, ParseError, counter_delta, ethtool_totals_deltas,
-                                    nstat_deltas, parse_netstat_s, parse_tc_qdisc, sysfs_deltas)
+from interop_runner.parsers import (
+    Deltas,
+    ParseError,
+    counter_delta,
+    ethtool_totals_deltas,
+    nstat_deltas,
+    parse_netstat_s,
+    parse_tc_qdisc,
+    sysfs_deltas,
+)
 from interop_runner.parsers.snapshots import NamesMemo
 
 # nstat counters that get a friendly column name (the rest keep their nstat name).

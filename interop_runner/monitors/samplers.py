@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from interop_runner.monitors.base import (SYSSTAT_ENV, Column, Monitor, NoValue, SeriesCommand,
-                                          SideInput)
+from interop_runner.monitors.base import (
+    SYSSTAT_ENV,
+    Column,
+    Monitor,
+    NoValue,
+    SeriesCommand,
+    SideInput,
+)
 from interop_runner.monitors.counters import snapshot_pair
 from interop_runner.parsers import ParseError, cpu_seconds, parse_proc_times
 from interop_runner.parsers.sysstat import mpstat_busy, pidstat_cpu_summary

@@ -7,8 +7,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from interop_runner.parsers.common import ParseError, counter_delta, excerpt
-from interop_runner.parsers.snapshots import (Aligned, AlignedCache, DeltaReader, Deltas,
-                                              LayoutCache, NotThisLayout, changed_units)
+from interop_runner.parsers.snapshots import (
+    Aligned,
+    AlignedCache,
+    DeltaReader,
+    Deltas,
+    LayoutCache,
+    NotThisLayout,
+    changed_units,
+)
 
 __all__ = ["EthtoolStats", "parse_ethtool_stats", "ethtool_delta", "ethtool_totals_delta",
            "ethtool_totals_deltas", "QUEUE_SUM_PREFIX"]

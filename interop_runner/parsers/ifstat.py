@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import datetime as _dt
+from dataclasses import dataclass
 from datetime import timezone, tzinfo
 
 from interop_runner.parsers.common import ClockToEpoch, ParseError, clock_24h, excerpt

@@ -12,8 +12,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from interop_runner.parsers.common import ParseError, counter_delta, excerpt
-from interop_runner.parsers.snapshots import (Aligned, AlignedCache, DeltaReader, Deltas,
-                                              LayoutCache, NotThisLayout, changed_units)
+from interop_runner.parsers.snapshots import (
+    Aligned,
+    AlignedCache,
+    DeltaReader,
+    Deltas,
+    LayoutCache,
+    NotThisLayout,
+    changed_units,
+)
 
 __all__ = ["parse_nstat", "parse_netstat_s", "nstat_delta", "nstat_deltas"]
 

@@ -22,6 +22,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from interop_runner.parsers.common import ParseError
 
 __all__ = ["PcapSummary", "summarize_pcap", "SIZE_BUCKETS"]

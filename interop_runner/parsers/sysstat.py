@@ -10,6 +10,7 @@ from datetime import timezone, tzinfo
 from operator import itemgetter
 from typing import Any, TypeVar
 
+from interop_runner.parsers import compiled
 from interop_runner.parsers.common import (
     FLOATS,
     INTS,
@@ -20,7 +21,6 @@ from interop_runner.parsers.common import (
     excerpt,
     parse_tool_date,
 )
-from interop_runner.parsers import compiled
 
 __all__ = [
     "PidstatSample",

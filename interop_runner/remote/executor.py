@@ -35,11 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from interop_runner.errors import ConnectError, ConnectionLost, ExecutorError, HostKeyError
-from interop_runner.remote.protocol import (output_before_ready, split_pgid_marker,
-                                           wrapped_argv)
+from interop_runner.errors import ExecutorError
+from interop_runner.remote.protocol import output_before_ready, split_pgid_marker, wrapped_argv
 from interop_runner.storage.layout import PRIVATE_FILE_MODE
-
 
 # Background launcher: `setsid` in a non-leader child makes pid == pgid == sid; the inner shell
 # records the exit code atomically once the command ends.

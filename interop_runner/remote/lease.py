@@ -18,7 +18,6 @@ import socket
 from dataclasses import dataclass
 
 from interop_runner.errors import ExecutorError, NodeBusy
-
 from interop_runner.remote.executor import Executor, Held
 from interop_runner.storage.layout import utc_now
 

@@ -25,8 +25,12 @@ import paramiko
 
 from interop_runner.errors import ConnectError, ConnectionLost, HostKeyError
 from interop_runner.remote.executor import CommandTimeout, Executor, Held
-from interop_runner.remote.protocol import (open_private_file, output_before_ready,
-                                           split_pgid_marker, wrapped_argv)
+from interop_runner.remote.protocol import (
+    open_private_file,
+    output_before_ready,
+    split_pgid_marker,
+    wrapped_argv,
+)
 from interop_runner.storage.layout import PRIVATE_FILE_MODE
 
 _T = TypeVar("_T")

@@ -25,15 +25,41 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from interop_runner.report.history import HistoryProvider, HistorySeries, history_section
-from interop_runner.report.html import (CSS, FOLD_ROWS, MAX_TABLE_ROWS, TALL_ROWS, WIDE_PX,
-                                        bookkeeping, campaign_section, esc, facts_list,
-                                        figure_html, folded_table, format_cell, hosts_section,
-                                        html_table, keylog_notice, page, svg_width_px)
 from interop_runner.errors import ReportError
-from interop_runner.report.model import (KEYLOG_NAME, RenderedFigure, Report, ReportCampaign,
-                                         Skipped, View, find_campaigns, find_keylogs,
-                                         load_campaign, read_json, slugify, testbed_documents)
+from interop_runner.report.history import HistoryProvider, HistorySeries, history_section
+from interop_runner.report.html import (
+    CSS,
+    FOLD_ROWS,
+    MAX_TABLE_ROWS,
+    TALL_ROWS,
+    WIDE_PX,
+    bookkeeping,
+    campaign_section,
+    esc,
+    facts_list,
+    figure_html,
+    folded_table,
+    format_cell,
+    hosts_section,
+    html_table,
+    keylog_notice,
+    page,
+    svg_width_px,
+)
+from interop_runner.report.model import (
+    KEYLOG_NAME,
+    RenderedFigure,
+    Report,
+    ReportCampaign,
+    Skipped,
+    View,
+    find_campaigns,
+    find_keylogs,
+    load_campaign,
+    read_json,
+    slugify,
+    testbed_documents,
+)
 from interop_runner.report.tables import failures_table, summary_table, versions_table
 from interop_runner.report.views import VIEWS, figure_svg, render_views, save_figure
 

@@ -76,8 +76,12 @@ def analysis_series(history_db: Path) -> list[HistorySeries]:
     """Every series and metric of the history database, with its change points."""
     from interop_runner.analysis.history.changepoints import change_points
     from interop_runner.analysis.history.db import load_history
-    from interop_runner.analysis.history.series import (filter_series, points, points_frame,
-                                                        series_table)
+    from interop_runner.analysis.history.series import (
+        filter_series,
+        points,
+        points_frame,
+        series_table,
+    )
 
     frame = load_history(history_db)
     found: list[HistorySeries] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from interop_runner.analysis.history.ingest import IngestReport, Ingested
+from interop_runner.analysis.history.ingest import Ingested, IngestReport
 from interop_runner.analysis.history.series import UNITS
 
 

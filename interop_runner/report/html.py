@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from interop_runner.report.model import ReportCampaign, RenderedFigure, testbed_documents
+from interop_runner.report.model import RenderedFigure, ReportCampaign, testbed_documents
 from interop_runner.report.tables import failures_table, summary_table, versions_table
 
 if TYPE_CHECKING:

@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
 from interop_runner.errors import ReportError
 
 if TYPE_CHECKING:

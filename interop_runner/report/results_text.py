@@ -54,8 +54,13 @@ def goodput_matrix_text(frame: "pd.DataFrame") -> str:
 def cost_matrices_text(frame: "pd.DataFrame", metric: str) -> str:
     """The server x client CPU cost matrices (server, client, total), each after a blank
     line."""
-    from interop_runner.analysis.matrix import (COST_METRICS, SIDES, cost_column,
-                                                status_matrix, with_costs)
+    from interop_runner.analysis.matrix import (
+        COST_METRICS,
+        SIDES,
+        cost_column,
+        status_matrix,
+        with_costs,
+    )
 
     unit, number = COST_METRICS[metric]
     costs = with_costs(frame, metric)

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from interop_runner.report.model import ReportCampaign, RenderedFigure, Skipped, View
+from interop_runner.report.model import RenderedFigure, ReportCampaign, Skipped, View
 
 if TYPE_CHECKING:
     import pandas as pd

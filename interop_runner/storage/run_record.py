@@ -30,8 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from interop_runner.errors import StoreError
 from interop_runner.storage.layout import write_json_atomic
-from interop_runner.storage.schema import (DocumentSchema, first_error, read_document,
-                                          read_document_versioned)
+from interop_runner.storage.schema import (
+    DocumentSchema,
+    first_error,
+    read_document,
+    read_document_versioned,
+)
 
 RUN_SCHEMA_VERSION = 4
 Status = Literal["ok", "failed", "unsupported", "timeout"]

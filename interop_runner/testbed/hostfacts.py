@@ -6,7 +6,6 @@ It prints every section between ``=== <name> ===`` markers.
 
 from __future__ import annotations
 
-
 # $1 = data-plane interface. Each section may be empty where a tool or file is missing.
 FACTS_SCRIPT = r'''
 ifc=$1

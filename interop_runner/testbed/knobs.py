@@ -17,8 +17,13 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from interop_runner.config.knobs import (OFFLOAD_FEATURES, OFFLOAD_PRESETS, Knobs,
-                                         format_cpulist, parse_cpulist)
+from interop_runner.config.knobs import (
+    OFFLOAD_FEATURES,
+    OFFLOAD_PRESETS,
+    Knobs,
+    format_cpulist,
+    parse_cpulist,
+)
 from interop_runner.errors import ExecutorError, KnobError
 from interop_runner.parsers.ethtool import parse_ethtool_features
 from interop_runner.remote.executor import Executor

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from interop_runner.config.campaign import TestbedConfig
 from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
-from interop_runner.testbed.knobs import Journal, NodeKnobs
 from interop_runner.testbed.containers import reap_containers
+from interop_runner.testbed.knobs import Journal, NodeKnobs
 from interop_runner.testbed.node import Node
 
 HOST_JOURNAL = "/var/tmp/qir/host-restore.sh"

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from interop_runner.config.campaign import NodeConfig, SSHConfig
-from interop_runner.errors import ExecutorError, PreflightError, SetupError
-from interop_runner.remote.executor import CommandFailed, Executor, LocalExecutor, Result
-from interop_runner.remote.ssh import SSHExecutor, SSHTarget
-from interop_runner.parsers.hostfacts import split_sections, summarize_facts
-from interop_runner.testbed.hostfacts import FACTS_SCRIPT
 from interop_runner.config.implementations import ImplementationMeta
+from interop_runner.errors import ExecutorError, PreflightError, SetupError
+from interop_runner.parsers.hostfacts import split_sections, summarize_facts
 from interop_runner.remote.docker_engine import Engine
+from interop_runner.remote.executor import CommandFailed, Executor, LocalExecutor, Result
 from interop_runner.remote.lease import Lease, holder, owner_line
+from interop_runner.remote.ssh import SSHExecutor, SSHTarget
+from interop_runner.testbed.hostfacts import FACTS_SCRIPT
 from interop_runner.units import format_iec
 
 REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl", "ps",

@@ -42,14 +42,41 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.ab.stats import (MWU_ARE, VERDICTS, _cell_rng, bootstrap_ci, cliffs_delta,
-                      log_ratios, mann_whitney_p, min_pairs, pair_noise, paired_bootstrap_ci,
-                      paired_change, required_n, required_pairs, robust_cv, verdict,
-                      wilcoxon_p)
+from interop_runner.analysis.ab.hostdiff import (
+    FACT_KEYS,
+    FACT_SYSCTLS,
+    campaign_hosts,
+    facts_differences,
+    facts_message,
+)
+from interop_runner.analysis.ab.pairing import (
+    BASE_KEYS,
+    PAIR_COLUMN,
+    Pairs,
+    _missing,
+    pair_up,
+    sweep_order,
+    with_pair_ids,
+)
 from interop_runner.analysis.ab.plot import VERDICT_COLOURS, cell_label, forest_plot
-from interop_runner.analysis.ab.hostdiff import (FACT_KEYS, FACT_SYSCTLS, campaign_hosts, facts_differences,
-                       facts_message)
-from interop_runner.analysis.ab.pairing import BASE_KEYS, PAIR_COLUMN, Pairs, _missing, pair_up, sweep_order, with_pair_ids
+from interop_runner.analysis.ab.stats import (
+    MWU_ARE,
+    VERDICTS,
+    _cell_rng,
+    bootstrap_ci,
+    cliffs_delta,
+    log_ratios,
+    mann_whitney_p,
+    min_pairs,
+    pair_noise,
+    paired_bootstrap_ci,
+    paired_change,
+    required_n,
+    required_pairs,
+    robust_cv,
+    verdict,
+    wilcoxon_p,
+)
 
 if TYPE_CHECKING:
     from interop_runner.config.campaign import CampaignConfig

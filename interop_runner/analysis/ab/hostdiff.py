@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
 

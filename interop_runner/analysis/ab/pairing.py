@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import read_campaign
 

@@ -13,9 +13,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.history.changepoints import (METRIC_DIRECTIONS, ChangePoint,
-                                                          ChangePointSettings, Point,
-                                                          change_points)
+from interop_runner.analysis.history.changepoints import (
+    METRIC_DIRECTIONS,
+    ChangePoint,
+    ChangePointSettings,
+    Point,
+    change_points,
+)
 from interop_runner.analysis.history.db import CPU_COST_COLUMNS
 
 SERIES_KEYS = ("testbed", "server", "client", "testcase", "signature")

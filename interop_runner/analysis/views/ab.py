@@ -8,8 +8,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from interop_runner.analysis.ab.compare import compare_variants, forest_plot
-from interop_runner.config.sweep import Axis, Sweep, variants
 from interop_runner.analysis.views._common import campaign_metas, empty, no_data
+from interop_runner.config.sweep import Axis, Sweep, variants
 
 TITLE = "A/B comparison"
 

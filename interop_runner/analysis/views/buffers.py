@@ -12,8 +12,18 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from interop_runner.analysis.stats import STAT_COLUMNS, axis_number, axis_order, cell_stats, knee
-from interop_runner.analysis.views._common import (PAIR, axis_column, cell_medians, empty, figure, finite, has_values,
-                      no_data, no_data_axes, pair_label)
+from interop_runner.analysis.views._common import (
+    PAIR,
+    axis_column,
+    cell_medians,
+    empty,
+    figure,
+    finite,
+    has_values,
+    no_data,
+    no_data_axes,
+    pair_label,
+)
 
 DEFAULT_BUFFER = 212992  # Linux's net.core.rmem_default (208 KiB); knobs use multiples of it
 BUFFER_PATHS = ("knobs.rmem", "client_knobs.rmem", "server_knobs.rmem", "params.socket_rcvbuf")

@@ -10,9 +10,18 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats
-from interop_runner.analysis.views._common import (PAIR, campaign_dir, empty, figure, grouped_bars,
-                                                   has_values, no_data, no_data_axes, pair_label,
-                                                   stack_of)
+from interop_runner.analysis.views._common import (
+    PAIR,
+    campaign_dir,
+    empty,
+    figure,
+    grouped_bars,
+    has_values,
+    no_data,
+    no_data_axes,
+    pair_label,
+    stack_of,
+)
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import read_campaign
 

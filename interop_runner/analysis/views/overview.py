@@ -10,8 +10,16 @@ from matplotlib.figure import Figure
 from interop_runner.analysis.diagnosis import LABELS
 from interop_runner.analysis.matrix import plot_matrix, status_matrix
 from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats, failed_mask, ok_mask
-from interop_runner.analysis.views._common import (PAIR, empty, figure, finish_share_bars, has_values, natural_key,
-                      no_data, pair_label)
+from interop_runner.analysis.views._common import (
+    PAIR,
+    empty,
+    figure,
+    finish_share_bars,
+    has_values,
+    natural_key,
+    no_data,
+    pair_label,
+)
 
 HEATMAP_COLUMNS = [*PAIR, *STAT_COLUMNS, "failed", "timeout", "unsupported", "label"]
 BOTTLENECK_COLUMNS = [*PAIR, "variant", "cell", "attempts", "ok", "failures", *LABELS,

@@ -11,7 +11,15 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from interop_runner.analysis.stats import axis_order, failed_mask, ok_mask
-from interop_runner.analysis.views._common import PAIR, axis_column, empty, figure, has_values, no_data, pair_label
+from interop_runner.analysis.views._common import (
+    PAIR,
+    axis_column,
+    empty,
+    figure,
+    has_values,
+    no_data,
+    pair_label,
+)
 
 SERVER_PATHS = ("server_knobs.pin",)
 CLIENT_PATHS = ("client_knobs.pin",)

@@ -9,8 +9,21 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats, ok_mask
-from interop_runner.analysis.views._common import (PAIR, axis_column, cell_medians, empty, figure, finite, grouped_bars,
-                      has_values, most_common, no_data, no_data_axes, pair_label, stack_of)
+from interop_runner.analysis.views._common import (
+    PAIR,
+    axis_column,
+    cell_medians,
+    empty,
+    figure,
+    finite,
+    grouped_bars,
+    has_values,
+    most_common,
+    no_data,
+    no_data_axes,
+    pair_label,
+    stack_of,
+)
 
 CIPHERS = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM", "TLS_AES_256_GCM_SHA384": "AES-256-GCM",
            "TLS_CHACHA20_POLY1305_SHA256": "ChaCha20-Poly1305"}

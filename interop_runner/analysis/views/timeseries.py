@@ -11,10 +11,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from interop_runner.parsers.perf import CATEGORIES
 from interop_runner.analysis.series import load_interface_rates, load_perf_categories
 from interop_runner.analysis.stats import ok_mask
-from interop_runner.analysis.views._common import empty, figure, finish_share_bars, no_data, pair_label
+from interop_runner.analysis.views._common import (
+    empty,
+    figure,
+    finish_share_bars,
+    no_data,
+    pair_label,
+)
+from interop_runner.parsers.perf import CATEGORIES
 
 PathLike = Union[str, Path]
 Source = Union[pd.DataFrame, PathLike, Sequence[PathLike]]

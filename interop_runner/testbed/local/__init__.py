@@ -17,9 +17,19 @@ One module per concern, the state in one object:
 from __future__ import annotations
 
 from interop_runner.testbed.local.host import REQUIRED_TOOLS, Host, find_tool
-from interop_runner.testbed.local.layout import (DATA_IF, DEFAULT_LAYOUT, MGMT_IF, SSH_PORT,
-                                                 SSH_USER, TESTBED_FILE, TESTBED_NAME,
-                                                 EngineLayout, Layout, NodeSpec, make_layout)
+from interop_runner.testbed.local.layout import (
+    DATA_IF,
+    DEFAULT_LAYOUT,
+    MGMT_IF,
+    SSH_PORT,
+    SSH_USER,
+    TESTBED_FILE,
+    TESTBED_NAME,
+    EngineLayout,
+    Layout,
+    NodeSpec,
+    make_layout,
+)
 from interop_runner.testbed.local.status import NodeStatus, TestbedStatus
 from interop_runner.testbed.local.testbed import LocalTestbed
 

@@ -21,11 +21,18 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from interop_runner.errors import TestbedError
-from interop_runner.testbed.local import (engine_start, engine_stop, engines, keys, links,
-                                          processes, scratch, sshd)
+from interop_runner.testbed.local import (
+    engine_start,
+    engine_stop,
+    engines,
+    keys,
+    links,
+    processes,
+    scratch,
+    sshd,
+)
 from interop_runner.testbed.local.host import Host
-from interop_runner.testbed.local.layout import (DATA, DEFAULT_LAYOUT, MANAGEMENT, Layout,
-                                                 NodeSpec)
+from interop_runner.testbed.local.layout import DATA, DEFAULT_LAYOUT, MANAGEMENT, Layout, NodeSpec
 from interop_runner.testbed.local.status import NodeStatus, TestbedStatus
 
 LOCK_WAIT_S = 120.0
