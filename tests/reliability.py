@@ -59,7 +59,7 @@ What the runner does about faults:
 
 | fault | reaction (on_error) | what happened | records lost | processes left | knobs not restored | resumed |
 |---|---|---|---|---|---|---|
-"""
+"""  # noqa: E501 - generated Markdown (compared with the committed file): a table row is one line
 
 
 @dataclass

@@ -304,7 +304,8 @@ def test_two_testbeds_share_the_runs_in_worker_processes(tmp_path: Path,
     for name, file in doc.testbed_files.items():
         part = load_campaign_record(result.directory / file)
         assert part.status == "finished" and part.testbed and part.testbed["name"] == name
-        assert part.hosts and part.implementations and part.schema_version == CAMPAIGN_SCHEMA_VERSION
+        assert (part.hosts and part.implementations
+                and part.schema_version == CAMPAIGN_SCHEMA_VERSION)
     assert_nodes_clean(tmp_path)
 
 

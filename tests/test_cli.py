@@ -185,7 +185,8 @@ def test_a_changed_config_is_refused_on_resume_also_in_a_dry_run(
      "{file}: the results directory is not a directory"),
     (["run", "{good}", "--results-dir", "{file}/below"],
      "{file}/below: cannot create the results directory below the file {file}"),
-    (["parse", "{tmp}", "-o", "{tmp}/out.txt"], "{tmp}/out.txt: output must end in .parquet or .csv"),
+    (["parse", "{tmp}", "-o", "{tmp}/out.txt"],
+     "{tmp}/out.txt: output must end in .parquet or .csv"),
     (["matrix", "{tmp}"], "no attempts found below {tmp}"),
 ])
 def test_user_errors_before_anything_runs(argv: list[str], message: str, tmp_path: Path,

@@ -41,11 +41,13 @@ def test_default_file_size_is_8_gib(campaign_file):
 
 
 @pytest.mark.parametrize("body,expected", [
-    (GOOD + "repetitons: 4\n", "c.yml: repetitons: unknown key 'repetitons' (did you mean 'repetitions'?)"),
+    (GOOD + "repetitons: 4\n",
+     "c.yml: repetitons: unknown key 'repetitons' (did you mean 'repetitions'?)"),
     (GOOD.replace("repetitions: 3", "repetitions: three"), "c.yml: repetitions: "),
     (GOOD.replace("[quic-go, tcp-tls]", "[quic-go, quic-goo]"),
      "c.yml: clients[1]: unknown implementation 'quic-goo'"),
-    (GOOD + "timeouts: {clinet: 3}\n", "c.yml: timeouts.clinet: unknown key 'clinet' (did you mean 'client'?)"),
+    (GOOD + "timeouts: {clinet: 3}\n",
+     "c.yml: timeouts.clinet: unknown key 'clinet' (did you mean 'client'?)"),
     (GOOD + "file_size: 8 gigs\n", None),  # duplicate key: YAML keeps the last; checked below
     (GOOD.replace("file_size: 50MiB", "file_size: 8 gigs"), "c.yml: file_size: cannot parse size"),
     (GOOD + "server_params: {quic-go: {force_buffers: maybe}}\n",
@@ -58,7 +60,8 @@ def test_default_file_size_is_8_gib(campaign_file):
      "c.yml: client_params.quic-go.buffer: unknown parameter for quic-go"),
     (GOOD + "monitors: [pidstat, tcpdumb]\n", "c.yml: monitors: unknown monitor 'tcpdumb'"),
     (GOOD + "pairs: [{server: quic-go, clinet: tcp-tls}]\n", "c.yml: pairs[0].clinet: unknown key"),
-    ("name: x\nservers: [quic-go]\n", "c.yml: (top level): give `servers` and `clients`, or `pairs`"),
+    ("name: x\nservers: [quic-go]\n",
+     "c.yml: (top level): give `servers` and `clients`, or `pairs`"),
     (GOOD.replace("name: t1", "name: 'bad name/'"), "c.yml: name: use letters"),
     (GOOD + "port: 70000\n", "c.yml: port: "),
 ])
@@ -101,7 +104,8 @@ def test_not_a_mapping(tmp_path):
 
 def test_role_mismatch_and_params_for_unknown_impl(campaign_file):
     lines = errors_of(campaign_file(GOOD + "server_params: {nosuchquic: {x: 1}}\n"))
-    assert any("server_params.nosuchquic: unknown implementation 'nosuchquic'" in ln for ln in lines)
+    assert any("server_params.nosuchquic: unknown implementation 'nosuchquic'" in ln
+               for ln in lines)
 
 
 def test_testbed_validation(tmp_path):
@@ -136,7 +140,8 @@ def test_cli_validate_exit_codes(campaign_file, capsys):
     bad = campaign_file(GOOD + "repetitons: 4\n", name="bad.yml")
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {bad}: repetitons: unknown key 'repetitons' (did you mean 'repetitions'?)"]
+    assert err == [f"error: {bad}: repetitons: unknown key 'repetitons' "
+                   "(did you mean 'repetitions'?)"]
 
 
 SHIPPED = ["ab.yml", "buffers.yml", "crypto.yml", "hardware.yml", "interop.yml", "local.yml",

@@ -718,7 +718,8 @@ def test_second_runner_on_a_busy_testbed_is_refused(tmp_path, reliability):
     assert not (other / "results").exists() or not any((other / "results").iterdir())
     assert all(d["status"] == "ok" for _, d in records(camp)) and len(records(camp)) == REPS
     finish(reliability, FAULTS[14], "refused",
-           "both stopped with one line (exit 1, no record, no change), `error: testbed local: server: "
+           "both stopped with one line (exit 1, no record, no change), "
+           "`error: testbed local: server: "
            f"/var/tmp/qir/server is in use by campaign {camp.name.split('_')[0]}_... (runner pid "
            "..., since ...); wait for it to finish or stop it first` (restore: `server: ...`); "
            "the second campaign wrote nothing; the running campaign was not touched and "

@@ -90,7 +90,8 @@ def test_quic_handshakes_seen_on_the_wire(matrix):
     for rec in result.records:
         if rec.status != "ok" or rec.alpn == "http/1.1":
             continue
-        assert rec.handshake is not None, f"{rec.server.implementation}->{rec.client.implementation}"
+        assert rec.handshake is not None, \
+            f"{rec.server.implementation}->{rec.client.implementation}"
         assert rec.handshake["selected"] in rec.handshake["offered"]
         assert rec.alpn in rec.handshake["alpn_offered"]
 

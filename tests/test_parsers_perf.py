@@ -175,29 +175,30 @@ def test_open_perf_script_streams_zst(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ parsing: formats
 
 
+# perf script ends a sample header with a space (`cycles: `): kept, written as \x20
 SYNTHETIC = """\
 # ========
 # captured on: test
 # ========
 #
-http_server 325091 [020] 112608.950812:     895980   cycles: 
+http_server 325091 [020] 112608.950812:     895980   cycles:\x20
 \t    562722c80d57 _aesni_ctr32_ghash_6x+0x257 (/root/lsquic/http_server)
 \t    562722c49d15 EVP_AEAD_CTX_seal+0xa9 (/root/lsquic/http_server)
 
-app 10/11 [001] 1.5: 7 cycles:ppp: 
+app 10/11 [001] 1.5: 7 cycles:ppp:\x20
 \t7f00 [unknown] (/usr/lib/libfoo.so.1 (deleted))
 \t7f01 Foo<a; b>::bar+0x10 (/usr/bin/app)
 \t7f02 [unknown] ([unknown])
 
-rs:main Q:Reg   873 [005] 112578.944439:     635398   cycles: 
+rs:main Q:Reg   873 [005] 112578.944439:     635398   cycles:\x20
 \tffffffff81000000 native_write_msr+0x4 ([kernel.kallsyms])
 
-:-1    -1 [008] 112625.427451:     326321   cycles: 
+:-1    -1 [008] 112625.427451:     326321   cycles:\x20
 \t0 [unknown] ([unknown])
 
-app 10/12 2.0: cpu-clock:u: 
+app 10/12 2.0: cpu-clock:u:\x20
 \t7f03 main+0x1 (/usr/bin/app)
-app 10/12 2.5: 3 cpu-clock: 
+app 10/12 2.5: 3 cpu-clock:\x20
 \t7f04 std::vector<int, std::allocator<int> >::push_back+0x2 (/usr/bin/app)
 \t7f05 main (/usr/bin/app)
 """
@@ -438,6 +439,7 @@ def test_missing_flamegraph_tool_is_named(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_not_perf_script_output_is_a_parse_error() -> None:
-    with pytest.raises(ParseError, match=re.escape("not perf script output: 'Linux 6.1.0 (pidstat)'")):
+    with pytest.raises(ParseError,
+                       match=re.escape("not perf script output: 'Linux 6.1.0 (pidstat)'")):
         parse_perf_script(["Linux 6.1.0 (pidstat)\n", "\n", "12:00:00 UID PID %usr\n"])
     assert parse_perf_script(["# only a comment\n", "\n"]) == Counter()

@@ -435,7 +435,8 @@ def sshd_netns(netns: str, tmp_path: Path, keypair):
         f'printf "%s\\n" "$*" >>{state}/ping.args\n'
         f'n=$(cat {state}/ping.replies 2>/dev/null || echo 3)\n'
         'printf "PING x\\n\\n--- x ping statistics ---\\n"\n'
-        'echo "3 packets transmitted, $n received, $((100 - n * 100 / 3))% packet loss, time 2003ms"\n'
+        'echo "3 packets transmitted, $n received, $((100 - n * 100 / 3))% packet loss, '
+        'time 2003ms"\n'
         '[ "$n" -gt 0 ] || exit 1\n'
         'echo "rtt min/avg/max/mdev = 0.041/0.052/0.061/0.008 ms"\n')
     (fakebin / "ping").chmod(0o755)
@@ -510,7 +511,8 @@ def test_check_wrong_address_and_interface(sshd_netns: dict, tmp_path: Path) -> 
     assert res.returncode == 1
     lines = res.stdout.splitlines()
     assert any(ln.startswith("FAIL srv: interface qir-pt-zz does not exist (") for ln in lines)
-    assert "FAIL cli: address 10.0.0.7 not on qir-pt-b (has: 10.0.0.2/24)" in lines, "\n".join(lines)
+    assert "FAIL cli: address 10.0.0.7 not on qir-pt-b (has: 10.0.0.2/24)" in lines, \
+        "\n".join(lines)
 
 
 @pytest.mark.parametrize("replies", [0, 2])
@@ -680,7 +682,8 @@ def test_quickstart_installs_for_its_campaign_and_test_sh_all() -> None:
     quick = QUICKSTART.read_text()
     assert 'pos_scripts/install.sh --for "$config"' in quick
     # the notebook tools come after the table (the run), not before it
-    assert quick.index('run.py run "$config"') < quick.index("\nbash pos_scripts/install.sh --notebook")
+    assert (quick.index('run.py run "$config"')
+            < quick.index("\nbash pos_scripts/install.sh --notebook"))
     assert "pos_scripts/install.sh --all" in TEST_SH.read_text()
 
 

@@ -1,4 +1,5 @@
-"""Result trees of the predecessor framework (QIR 10G fork): interop_runner.analysis.importers.qir10g.
+"""Result trees of the predecessor framework (QIR 10G fork):
+interop_runner.analysis.importers.qir10g.
 
 Input: tests/data/qir10g/results, a subset of the published raw data of "QUIC on the Highway"
 (tumi8/quic-10g-paper, results/; copied from /work/shared/fixtures/qir10g, see the README

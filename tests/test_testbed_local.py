@@ -162,7 +162,8 @@ def test_up_is_healthy(testbed: local.TestbedStatus) -> None:
     expected = [f"{n.mgmt_ip} {' '.join(n.host_pubkey.read_text().split()[:2])}" for n in NODES]
     assert LAYOUT.known_hosts.read_text().splitlines() == expected
     assert expected[0].startswith("198.18.0.2 ssh-ed25519 AAAA")
-    assert LAYOUT.authorized_keys.read_text().split()[:2] == LAYOUT.mgmt_pubkey.read_text().split()[:2]
+    assert (LAYOUT.authorized_keys.read_text().split()[:2]
+            == LAYOUT.mgmt_pubkey.read_text().split()[:2])
     conf = SERVER.sshd_config.read_text().splitlines()
     for line in ("ListenAddress 198.18.0.2", "PasswordAuthentication no", "UsePAM no",
                  f"AuthorizedKeysFile {LAYOUT.authorized_keys}", "UseDNS no",

@@ -29,17 +29,16 @@ from interop_runner.analysis.series import (
 from interop_runner.analysis.stats import bootstrap_median_ci, cell_stats, flag_outliers, knee
 
 if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with load_results
-    from interop_runner.analysis.views import (
-        bottlenecks,
-        buffer_sweep,
-        crypto,
-        goodput_over_time,
-        hardware,
-        interop_heatmap,
-        offloads,
-        perf_categories,
-        pinning,
-    )
+    # `x as x`: re-exported (listed in __all__ through _VIEWS, which linters cannot follow)
+    from interop_runner.analysis.views import bottlenecks as bottlenecks
+    from interop_runner.analysis.views import buffer_sweep as buffer_sweep
+    from interop_runner.analysis.views import crypto as crypto
+    from interop_runner.analysis.views import goodput_over_time as goodput_over_time
+    from interop_runner.analysis.views import hardware as hardware
+    from interop_runner.analysis.views import interop_heatmap as interop_heatmap
+    from interop_runner.analysis.views import offloads as offloads
+    from interop_runner.analysis.views import perf_categories as perf_categories
+    from interop_runner.analysis.views import pinning as pinning
 
 _VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
           "interop_heatmap", "offloads", "perf_categories", "pinning")
@@ -54,7 +53,9 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = ["compare", "compare_campaigns", "compare_variants", "facts_differences",
-           "forest_plot", "plan", "COLUMNS", "add_bottleneck", "diagnose", "goodput_matrix", "plot_matrix", "status_matrix", "load_core_usage", "load_cpu_series",
-           "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results", "summarize",
+           "forest_plot", "plan", "COLUMNS", "add_bottleneck", "diagnose", "goodput_matrix",
+           "plot_matrix", "status_matrix", "load_core_usage", "load_cpu_series",
+           "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results",
+           "summarize",
            "is_qir10g_tree", "load_qir10g", "load_qir10g_perf_categories",
            "bootstrap_median_ci", "cell_stats", "flag_outliers", "knee", *_VIEWS]

@@ -31,7 +31,8 @@ from interop_runner.storage.layout import private_umask
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
           "1 runtime error (node, SSH, preflight), 2 invalid configuration (also an unreachable "
           "node or a wrong host key before anything ran), 3 testbed not healthy (testbed status), "
-          "4 campaign finished without any successful attempt, 5 compare found a slower cell or a costlier CPU cost per byte (CI gate), "
+          "4 campaign finished without any successful attempt, 5 compare found a slower cell or "
+          "a costlier CPU cost per byte (CI gate), "
           "or history check found an open regression, 130 interrupted.")
 
 # Exit code 1: runtime errors (OSError: e.g. --results-dir names a file).

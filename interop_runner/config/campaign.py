@@ -325,7 +325,8 @@ def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) ->
         if err["type"] == "extra_forbidden":
             known = _known_keys(model, loc[:-1])
             hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            msg = f"unknown key {str(loc[-1])!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            msg = (f"unknown key {str(loc[-1])!r}"
+                   + (f" (did you mean {hint[0]!r}?)" if hint else ""))
         elif err["type"] == "missing":
             msg = "required key is missing"
         else:

@@ -349,7 +349,8 @@ class Attempt:
             return self._start_server_container(env, flag)
         d = node.impl_dir(p.server.meta.name)
         self._server_proc = node.executor.start(
-            self._pinned("server", [f"{d}/run-server"]), stdout=f"{self.server_logs}/server.stdout.log",
+            self._pinned("server", [f"{d}/run-server"]),
+            stdout=f"{self.server_logs}/server.stdout.log",
             stderr=f"{self.server_logs}/server.stderr.log", env=env, cwd=d)
         try:
             res = node.run(["sh", "-c", _READY, self._server_proc.exit_file, flag, str(p.port)],

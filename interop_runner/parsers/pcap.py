@@ -221,7 +221,8 @@ def _parse_global_header(head: bytes) -> tuple[str, bool, int, int]:
         raise ParseError(f"not a pcap file ({len(head)} bytes)")
     if len(head) < 24:
         raise ParseError(f"pcap global header truncated ({len(head)} of 24 bytes)")
-    major, _minor, _zone, _sigfigs, snaplen, linktype = struct.unpack_from(order + "HHiIII", head, 4)
+    major, _minor, _zone, _sigfigs, snaplen, linktype = struct.unpack_from(
+        order + "HHiIII", head, 4)
     if major != 2:
         raise ParseError(f"unsupported pcap version {major}")
     # The upper bits of the link-type field may carry FCS information (pcap spec).

@@ -31,7 +31,8 @@ import yaml
 from interop_runner.parsers.common import ParseError, excerpt
 
 FoldedStacks: TypeAlias = Counter[str]
-"""``comm;frame_root;...;frame_leaf`` → weight (samples by default); see :func:`parse_perf_script`."""
+"""``comm;frame_root;...;frame_leaf`` → weight (samples by default); see
+:func:`parse_perf_script`."""
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("perf_rules.yml")
 
@@ -147,9 +148,10 @@ def parse_perf_script(
     perf keeps the rate per busy CPU constant, so samples are proportional to CPU time.
     ``weight="period"`` sums the period field instead (cycles, or ns for ``cpu-clock``).
 
-    ``comm_filter`` keeps samples whose comm it accepts (called once per distinct comm); ``pid_filter`` keeps samples whose pid
-    is in the set (the number before ``/`` for ``pid/tid`` headers, otherwise the single number
-    perf printed, which is the tid unless ``perf script -F`` asked for ``pid``).
+    ``comm_filter`` keeps samples whose comm it accepts (called once per distinct comm);
+    ``pid_filter`` keeps samples whose pid is in the set (the number before ``/`` for
+    ``pid/tid`` headers, otherwise the single number perf printed, which is the tid unless
+    ``perf script -F`` asked for ``pid``).
 
     Empty input gives an empty Counter; input with text but not a single sample header raises
     :class:`ParseError`. Lines that are no header inside otherwise valid output are skipped.

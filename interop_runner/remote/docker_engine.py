@@ -180,9 +180,10 @@ class Engine:
         """Build ``tag`` from a tar of its context; return the build log lines."""
         log: list[str] = []
         with self._errors(f"build {tag}"):
-            stream = self.client.api.build(fileobj=io.BytesIO(context_tar), custom_context=True, tag=tag,
-                                           buildargs=dict(buildargs), rm=True, forcerm=True,
-                                           decode=True, network_mode="none", timeout=int(timeout))
+            stream = self.client.api.build(fileobj=io.BytesIO(context_tar), custom_context=True,
+                                           tag=tag, buildargs=dict(buildargs), rm=True,
+                                           forcerm=True, decode=True, network_mode="none",
+                                           timeout=int(timeout))
             for chunk in stream:
                 if "stream" in chunk:
                     log.extend(ln for ln in str(chunk["stream"]).splitlines() if ln.strip())

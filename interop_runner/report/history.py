@@ -113,7 +113,8 @@ def history_section(history_db: Path | None, figures_dir: Path,
                 else "") + ".</p>")
     grid = ('<div class="grid">' + "".join(figure_html(f) for f in figures) + "</div>"
             if figures else "")
-    html = f'<section id="{HISTORY_ANCHOR}"><h2>History</h2>' + intro + grid + folded_table(_listing(series), "series") + "</section>"
+    html = (f'<section id="{HISTORY_ANCHOR}"><h2>History</h2>' + intro + grid
+            + folded_table(_listing(series), "series") + "</section>")
     return html, [p for f in figures for p in f.files]
 
 

@@ -35,4 +35,4 @@ sysctl net.core.rmem_default net.core.rmem_max net.core.wmem_default net.core.wm
   net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_congestion_control 2>/dev/null
 sec qdisc; tc qdisc show dev "$ifc" 2>&1
 exit 0
-'''
+'''  # noqa: E501 - shell script the nodes run verbatim (sh -c): its text is kept as is

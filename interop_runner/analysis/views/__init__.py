@@ -33,6 +33,6 @@ from interop_runner.analysis.views.pinning import pinning
 from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
-__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
-           "history_series", "host_facts", "interop_heatmap", "offloads", "perf_categories",
-           "pinning"]
+__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "goodput_over_time",
+           "hardware", "history_series", "host_facts", "interop_heatmap", "offloads",
+           "perf_categories", "pinning"]

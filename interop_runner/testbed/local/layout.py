@@ -12,7 +12,7 @@ The veth pairs are data (:attr:`Layout.links`), not code: ``up`` creates, ``stat
 ``down`` removes whatever the list names, so another node (a router between server and client)
 is another :class:`NodeSpec` and a few more :class:`VethLink` entries. The static testbed file
 describing the default layout is ``configs/testbeds/local.yml``.
-"""
+"""  # noqa: E501 - the address diagram above needs its full width
 
 from __future__ import annotations
 
