@@ -25,6 +25,9 @@
 # that is installed and unchanged takes no time: stamps in /var/cache/qir/install
 # ($QIR_INSTALL_STAMPS) hold the SHA-256 of its lock files and the cache paths it filled.
 set -euo pipefail
+# a failing command inside $(...) fails the assignment too (bash does not by default), so a
+# failed download is never stamped as installed
+shopt -s inherit_errexit
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The management node and the local testbed's nodes (the same host).
@@ -57,7 +60,7 @@ step() {
 }
 
 helper() {
-  [[ -x $PY ]] || die "$PY not found: the venv comes first (pos_scripts/install.sh --notebook)"
+  [[ -x $PY ]] || die "$PY not found: the venv comes first (pos_scripts/install.sh without --no-core makes it)"
   PYTHONPATH=$ROOT "$PY" -m interop_runner.config.needs "$@"
 }
 
@@ -317,6 +320,10 @@ if ((${#want_bases[@]} || tests)); then
     PATH=$PATH:/usr/sbin:/sbin command -v "$tool" >/dev/null ||
       die "$tool not found although its package is installed (docker.io, containerd, runc, mmdebstrap)"
   done
+fi
+# busybox-static: the engine tests' image (tests/test_testbed_docker.py), made offline
+if ((tests)) && ! command -v busybox >/dev/null; then
+  die "busybox not found although busybox-static is installed"
 fi
 
 todo=$(helper missing <<<"$plan_lines")

@@ -164,11 +164,13 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     headless = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     browser = args.browser if args.browser is not None else not (headless or os.geteuid() == 0)
     base = f"http://127.0.0.1:{port}"
-    # its own session: Ctrl-C reaches this process only, which stops the server in order
-    proc = subprocess.Popen(lab_argv(lab, port, token, browser), env=env,
-                            cwd=PROJECT_ROOT / "notebooks", start_new_session=True)
+    # SIGTERM as Ctrl-C before the server exists, so no signal finds it without its stop
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    proc: subprocess.Popen[bytes] | None = None
     try:
+        # its own session: Ctrl-C reaches this process only, which stops the server in order
+        proc = subprocess.Popen(lab_argv(lab, port, token, browser), env=env,
+                                cwd=PROJECT_ROOT / "notebooks", start_new_session=True)
         wait_ready(proc, f"{base}/api/status?token={token}", START_TIMEOUT_S)
         where = env.get("QIR_RESULTS", "the notebooks' RESULTS (../results)")
         print(f"JupyterLab: {base}/lab?token={token}\nresults: {where}\n"
@@ -179,7 +181,8 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
         print("stopping JupyterLab", file=sys.stderr)
         return ExitCode.OK
     finally:
-        stop(proc, session)
+        if proc is not None:
+            stop(proc, session)
         signal.signal(signal.SIGTERM, previous)
 
 

@@ -85,7 +85,8 @@ def ensure_local_testbed(cfg: "CampaignConfig | None" = None) -> None:
 def ensure_installed(cfg: "CampaignConfig") -> None:
     """Run ``pos_scripts/install.sh`` for the targets the campaign needs that are not installed
     (the offline caches of its implementations, base images, inferno), showing its steps and
-    times; install.sh only installs, so the run goes on. As another user than root, or
+    times; install.sh only installs, so the run goes on (also when it fails: a warning line,
+    the setup on the node tells what is really missing). As another user than root, or
     without install.sh, a one-line error names the command instead."""
     from interop_runner.config.needs import for_config, missing
     from interop_runner.paths import PROJECT_ROOT
@@ -105,9 +106,16 @@ def ensure_installed(cfg: "CampaignConfig") -> None:
     start = time.monotonic()
     done = subprocess.run(["bash", *argv], check=False,
                           env={**os.environ, "QIR_INSTALL_PYTHON": sys.executable})
-    if done.returncode != 0:
-        raise UserError(f"{command} failed (exit {done.returncode}; its output is above)")
-    print(f"installed {names} in {time.monotonic() - start:.1f} s", file=sys.stderr)
+    seconds = time.monotonic() - start
+    left = ", ".join(map(str, missing(todo)))
+    if done.returncode != 0 or left:
+        # the campaign still runs: a cache that is really missing fails the setup of its
+        # implementation on the node, which records why; only its pairs fail
+        why = f"exit {done.returncode}" if done.returncode else f"still missing: {left}"
+        print(f"warning: {command} did not install everything ({why}; its output is above); "
+              "the campaign goes on with what is there", file=sys.stderr)
+        return
+    print(f"installed {names} in {seconds:.1f} s", file=sys.stderr)
 
 
 def restore(path: Path | None) -> int:

@@ -37,7 +37,7 @@ from interop_runner.config.implementations import (
     load_registry,
     resolve,
 )
-from interop_runner.paths import IMPLEMENTATIONS_DIR
+from interop_runner.paths import IMPLEMENTATIONS_DIR, PROJECT_ROOT
 
 if TYPE_CHECKING:
     from interop_runner.config.campaign import CampaignConfig
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 CACHE_INPUTS = ("apt-packages", "requirements.txt", "go.mod", "go.sum", "variant-versions",
                 "Cargo.toml", "Cargo.lock", "package.json", "package-lock.json", "meta.yml")
 BASE_INPUTS = ("suite", "packages")
+# the script that builds a base image: its BUILD_VERSION is part of the image's cache key
+BASE_BUILDER = PROJECT_ROOT / "pos_scripts" / "build-base-image.sh"
 INFERNO_MONITORS = frozenset({"perf"})  # monitors whose data `run.py report` draws with inferno
 
 
@@ -128,7 +130,8 @@ def _inputs(target: Target) -> list[Path]:
     if target.kind == "impl":
         return [IMPLEMENTATIONS_DIR / target.name / f for f in CACHE_INPUTS]
     if target.kind == "base":
-        return [IMPLEMENTATIONS_DIR / IMAGE_BASES_DIR / target.name / f for f in BASE_INPUTS]
+        folder = IMPLEMENTATIONS_DIR / IMAGE_BASES_DIR / target.name
+        return [*(folder / f for f in BASE_INPUTS), BASE_BUILDER]
     return []
 
 
