@@ -17,13 +17,9 @@ from urllib.parse import urlsplit
 from aioquic.asyncio import QuicConnectionProtocol, connect
 from aioquic.h3.connection import H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
-from aioquic.quic.events import (
-    ConnectionTerminated,
-    HandshakeCompleted,
-    QuicEvent,
-    StreamDataReceived,
-    StreamReset,
-)
+from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, QuicEvent,
+                                 StreamDataReceived, StreamReset)
+
 from common import apply_socket_buffers, configuration, log, report_negotiated
 
 

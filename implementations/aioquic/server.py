@@ -19,14 +19,11 @@ from pathlib import Path
 from aioquic.asyncio import QuicConnectionProtocol, serve
 from aioquic.h3.connection import H3Connection
 from aioquic.h3.events import H3Event, HeadersReceived
-from aioquic.quic.events import (
-    HandshakeCompleted,
-    ProtocolNegotiated,
-    QuicEvent,
-    StreamDataReceived,
-    StreamReset,
-)
-from common import CHUNK, Backpressure, apply_socket_buffers, configuration, log, report_negotiated
+from aioquic.quic.events import (HandshakeCompleted, ProtocolNegotiated, QuicEvent,
+                                 StreamDataReceived, StreamReset)
+
+from common import (CHUNK, Backpressure, apply_socket_buffers, configuration, log,
+                    report_negotiated)
 
 WWW = Path(os.environ.get("WWW", "/www")).resolve()
 
