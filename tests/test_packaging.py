@@ -146,3 +146,29 @@ def test_editable_install_gives_qir(tmp_path: Path) -> None:
     proc = subprocess.run([str(qir), "list"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and "quic-go" in proc.stdout, proc.stderr  # its own checkout
+
+
+DEBIAN_12_PYTHON = "3.11.2"  # python3 of a fresh Debian 12, which install.sh's venv may use
+
+
+def test_every_pin_installs_on_debian_12_python() -> None:
+    """Each distribution pinned in requirements.txt accepts Debian 12's Python (its installed
+    metadata's Requires-Python): a pin that needs a later 3.11 breaks install.sh there."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    from packaging.specifiers import SpecifierSet
+
+    refused = []
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, version = line.split("==")
+        try:
+            meta = metadata(name)
+        except PackageNotFoundError:  # not in this venv: nothing to read
+            continue
+        assert meta["Version"] == version, f"{name}: venv has {meta['Version']}"
+        needs = meta.get("Requires-Python")
+        if needs and DEBIAN_12_PYTHON not in SpecifierSet(needs):
+            refused.append(f"{name}=={version} needs Python {needs}")
+    assert not refused, refused
