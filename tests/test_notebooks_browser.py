@@ -186,17 +186,18 @@ def run_all(driver: Any, cells: int) -> None:
         "css selector", ".jp-Notebook-ExecutionIndicator[data-status='idle']"),
         timeout=180, what="the notebook and an idle kernel", retry_on=(Exception,))
 
+    clicked_at: list[float] = []
+
     def started() -> bool:
-        if not click_menu(driver, "Run", "Run All Cells"):
-            return False
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if any(p != "[ ]:" for p in run_state(driver)["prompts"]):
-                return True
-            time.sleep(0.2)
+        if clicked_at and any(p != "[ ]:" for p in run_state(driver)["prompts"]):
+            return True
+        if not clicked_at or time.monotonic() - clicked_at[-1] > 60:
+            if click_menu(driver, "Run", "Run All Cells"):
+                clicked_at.append(time.monotonic())
         return False
 
-    wait_until(started, timeout=300, what="Run All Cells to start", retry_on=(Exception,))
+    wait_until(started, timeout=300, interval=0.2, what="Run All Cells to start",
+               retry_on=(Exception,))
 
 
 def run_state(driver: Any) -> dict[str, Any]:
