@@ -307,7 +307,7 @@ class Layout:
 
     def docker_host(self, node: str) -> str:
         """``docker_host`` of a node (``server``, ``client``): its own engine's socket."""
-        return f"unix://{self.docker_run_root / node}.sock"
+        return self.engine(self.node(node)).host
 
 
 def management_addresses(index: int) -> tuple[str, str]:
