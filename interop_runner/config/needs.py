@@ -196,32 +196,33 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """install.sh's helper; errors are one line on stderr, exit 2."""
     from interop_runner.errors import ConfigError
+    from interop_runner.exit_codes import ExitCode
 
     args = _parser().parse_args(argv)
     try:
         if args.action == "stamp":
             write_stamp(Target(args.kind, args.name), args.paths)
-            return 0
+            return ExitCode.OK
         if args.action == "missing":
             wanted = [Target(*line.split(maxsplit=1)) for line in sys.stdin if line.strip()]
             print("".join(f"{t}\n" for t in missing(wanted)), end="")
-            return 0
+            return ExitCode.OK
         targets = everything() if args.all else set()
         targets |= for_implementations(args.impl)
         for config in args.configs:
             targets |= for_campaign(config)
     except ConfigError as exc:
         print("\n".join(f"error: {line}" for line in exc.lines), file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except KeyError as exc:
         print(f"error: unknown implementation {exc.args[0]!r}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     for target in sorted(targets):
         print(target)
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -213,7 +213,7 @@ class Campaign:
     def _connect(self, nodes: list[Node], doc: CampaignRecord) -> tuple[Node, Node]:
         """Connect server and client and take their leases (one runner per node directory)."""
         timeout = self.cfg.timeouts.command
-        for role in ("server", "client"):
+        for role in ROLES:
             name, cfg = self.testbed.node(role)
             nodes.append(self.hooks.connect(name, cfg, doc.campaign, timeout))
         for node in nodes:
