@@ -154,16 +154,19 @@ pip_install() {
     -r "$1"
 }
 
+# the first section of requirements.txt: what run.py needs
+core_requirements() { sed '/^# --- notebook/,$d' "$ROOT/requirements.txt"; }
+
 venv_core() {
   local stamp=$VENV/.qir-core want
-  want=$(sed '/^# --- notebook/,$d' "$ROOT/requirements.txt" |
+  want=$(core_requirements |
     cat - "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT/interop_runner/parsers/_speedups.c" |
     sha256sum | cut -d' ' -f1)
   [[ -x $VENV/bin/python && $(cat "$stamp" 2>/dev/null) == "$want" ]] && return 0
   [[ -x $VENV/bin/python ]] || python3 -m venv "$VENV"  # with pip, for users
   local core
   core=$(mktemp)
-  sed '/^# --- notebook/,$d' "$ROOT/requirements.txt" >"$core"
+  core_requirements >"$core"
   pip_install "$core"
   rm -f "$core"
   # the `qir` command, and the parsers' compiled loops (interop_runner/parsers/_speedups.c)
