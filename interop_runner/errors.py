@@ -72,6 +72,11 @@ class KnobError(QirError):
     """A knob cannot be applied on a node (the message names node and knob)."""
 
 
+class PathError(QirError):
+    """An emulated path cannot be built, calibrated or kept up (the message names the node,
+    the parameter and, for calibration, configured against measured)."""
+
+
 class PreflightError(QirError):
     """A node is not fit for the campaign (missing tool, not enough space, ...)."""
 

@@ -6,6 +6,7 @@ monitors (:mod:`interop_runner.monitors`); a test checks the table against the l
 
 from __future__ import annotations
 
+from interop_runner.analysis.path_columns import PATH_COLUMNS
 from interop_runner.monitors import ROLES, all_columns
 
 # name -> (unit, source, meaning); every key of COLUMNS and the derived columns
@@ -62,6 +63,8 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
     "finished_at": ("UTC time", "run.json", "attempt end (management node)"),
     "schema_version": ("", "run.json", "schema version the record was written with"),
     "path": ("", "loader", "the attempt's directory"),
+    **{name: (unit, "run.json path", meaning)
+       for name, (_, unit, meaning) in PATH_COLUMNS.items()},
     "monitors_missing": ("", "loader", "<role>.<monitor>: reason, for every monitor value "
                          "that is NA although the monitor was asked for"),
     "link_rate_mbps": ("Mbit/s (SI)", "tc monitor, host facts",

@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
 import numpy as np
 
+from interop_runner.analysis.path_columns import PATH_COLUMNS
 from interop_runner.parsers.snapshots import NamesMemo
 
 # column -> pandas dtype (nullable types: a value a tool could not measure stays <NA>, never 0)
@@ -75,6 +76,8 @@ COLUMNS: dict[str, Any] = {
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",
     "path": "string",
+    # the emulated path (analysis/path_columns.py); <NA> over the direct link
+    **{name: dtype for name, (dtype, _, _) in PATH_COLUMNS.items()},
 }
 
 BASE_KEYS = (*COLUMNS, "monitors_missing")

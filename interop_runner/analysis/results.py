@@ -33,6 +33,7 @@ from interop_runner.analysis.frame import (
     pooled_chunks,
 )
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
+from interop_runner.analysis.path_columns import path_values
 from interop_runner.errors import StoreError
 from interop_runner.monitors import declared_columns
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
@@ -94,6 +95,7 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
         negotiated = side.get("negotiated") or {}
         row[f"{role}_negotiated_cipher"] = negotiated.get("cipher")
         row[f"{role}_negotiated_cc"] = negotiated.get("congestion_control")
+    row.update(path_values(data, data.get("goodput_mbps")))
     return row
 
 

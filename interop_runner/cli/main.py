@@ -19,6 +19,7 @@ from interop_runner.errors import (
     ConfigError,
     ExecutorError,
     KnobError,
+    PathError,
     PreflightError,
     RegistryError,
     StoreError,
@@ -37,7 +38,7 @@ EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit c
 
 # Exit code 1: runtime errors (OSError: e.g. --results-dir names a file).
 RUNTIME_ERRORS = (UserError, ExecutorError, PreflightError, StoreError, RegistryError, KnobError,
-                  OSError)
+                  PathError, OSError)
 
 Command = Callable[[argparse.Namespace], int]
 

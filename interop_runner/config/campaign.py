@@ -23,6 +23,7 @@ from interop_runner.config.implementations import (
 )
 from interop_runner.config.knobs import Knobs
 from interop_runner.config.params import StandardParams
+from interop_runner.config.path import PathConfig
 from interop_runner.config.sweep import Sweep, Variant, apply, variants
 from interop_runner.errors import ConfigError, RegistryError
 from interop_runner.monitors import MONITORS as MONITOR_REGISTRY
@@ -211,6 +212,8 @@ class CampaignConfig(_Strict):
     # which implementation plays a name of `pairs`/`servers`/`clients`, e.g.
     # {quic-go: quic-go@v0.64.0}; sweepable (axis path impl.<name>) for A/B comparisons
     impl: dict[str, str] = {}
+    # an emulated path between the nodes (docs/paths.md); None: the direct link
+    path: PathConfig | None = None
 
     @field_validator("name")
     @classmethod
@@ -563,6 +566,32 @@ def _check_sweep(source: str, data: dict[str, Any], cfg: CampaignConfig,
     return errors
 
 
+def _absolute_trace(path: Path, data: dict[str, Any], cfg: CampaignConfig
+                    ) -> tuple[dict[str, Any], CampaignConfig]:
+    """A relative ``path.trace`` is relative to the campaign file: made absolute, so the
+    stored config names the file that was used."""
+    if cfg.path is None or cfg.path.trace is None or Path(cfg.path.trace).is_absolute():
+        return data, cfg
+    trace = str((path.parent / cfg.path.trace).resolve())
+    data = {**data, "path": {**data["path"], "trace": trace}}
+    return data, cfg.model_copy(update={"path": cfg.path.model_copy(update={"trace": trace})})
+
+
+def _check_paths(source: str, cfg: CampaignConfig) -> list[str]:
+    """Each variant's path resolves: its trace exists and parses, its link buffers hold a
+    packet (what the models cannot check on their own)."""
+    errors: list[str] = []
+    for variant, vcfg in variant_configs(cfg):
+        if vcfg.path is None:
+            continue
+        try:
+            vcfg.path.resolved()
+        except ValueError as exc:
+            where = f" (variant {variant.id})" if variant.id else ""
+            errors.append(f"{source}: path{where}: {exc}")
+    return sorted(set(errors))
+
+
 def variant_configs(cfg: CampaignConfig) -> list[tuple[Variant, CampaignConfig]]:
     """Every variant of the sweep with its own config (the base config without axes)."""
     data = cfg.model_dump(mode="json")
@@ -591,8 +620,10 @@ def load_campaign_testbeds(path: Path | str) -> tuple[CampaignConfig, list[Testb
         registry = load_registry()
     except RegistryError as exc:
         raise ConfigError([str(exc)]) from None
+    data, cfg = _absolute_trace(path, data, cfg)
     errors = _check_implementations(str(path), cfg, registry)
     errors += _check_sweep(str(path), data, cfg, registry)
+    errors += _check_paths(str(path), cfg)
     key = "testbed" if cfg.testbed is not None else "testbeds"
     paths = [resolve_testbed_path(path, f) for f in cfg.testbed_files()]
     for i, testbed_path in enumerate(paths):

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # Settings that may differ between the runs of one campaign (the file, monitors and nodes are
 # prepared once per campaign, so file_size and monitors are not among them).
 SWEEPABLE_ROOTS = ("params", "knobs", "server_knobs", "client_knobs", "server_params",
-                   "client_params", "keylog", "qlog", "impl")
+                   "client_params", "keylog", "qlog", "impl", "path")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._+-]+")
 
 

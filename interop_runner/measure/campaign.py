@@ -27,6 +27,13 @@ from interop_runner.measure.outcome import (
     TermAsInterrupt,
     ended_status,
 )
+from interop_runner.measure.path_session import (
+    PathRun,
+    PathSession,
+    path_journal_leftovers,
+    placement_of,
+    routed,
+)
 from interop_runner.measure.plan import (
     CampaignPlan,
     PlannedRun,
@@ -101,6 +108,10 @@ class Campaign:
         self.directory: Path | None = None  # the campaign's results directory, once known
         # a finished attempt's management work (a new one per session: _execute_one)
         self._deferred = DeferredWork(exclusive=self.testbed.local)
+        self._paths: PathSession | None = None  # the session's emulated paths, if any
+        # whether any variant runs over an emulated path (then the endpoints use their
+        # addresses through the router, and the router is connected)
+        self.has_path = any(v.path is not None for _, v in variant_configs(cfg))
 
     @property
     def resume(self) -> Path | None:
@@ -198,24 +209,32 @@ class Campaign:
         server, client = self._connect(nodes, doc)
         self._collect_facts(nodes, doc, result.directory)
         # knobs the nodes cannot have (CPUs of a pin), before anything changes or runs
-        check_knobs_on_nodes(self.cfg, [(n.name, n.cfg.role, n.facts) for n in nodes])
+        check_knobs_on_nodes(self.cfg, [(n.name, n.cfg.role, n.facts) for n in nodes
+                                         if n.cfg.role != "router"])
         knobs = self._clear_leftovers(nodes, doc)
         check_knobs_on_testbed(self.cfg, self.testbed.local, knobs)
         prepared = Preparation(self.cfg, self.port, self.hooks.on_setup_error).prepare(
             server, client, doc, {role: self._metas(role) for role in ROLES})
         prepared.server_knobs, prepared.client_knobs = knobs["server"], knobs["client"]
         write_campaign(path, doc)
+        if self.has_path:
+            self._paths = self._path_session(nodes, server, client, doc, path)
         self._loop(server, client, prepared, result, progress, on_record)
         if self.cfg.sweep.adaptive is not None and self.hooks.undecided is not None \
                 and self._source is None:
             self._adapt(server, client, prepared, result, progress, on_record, doc, path)
 
     def _connect(self, nodes: list[Node], doc: CampaignRecord) -> tuple[Node, Node]:
-        """Connect server and client and take their leases (one runner per node directory)."""
+        """Connect server and client (and a router, for a campaign with a path) and take
+        their leases (one runner per node directory)."""
         timeout = self.cfg.timeouts.command
         for role in ROLES:
             name, cfg = self.testbed.node(role)
+            cfg = routed(cfg) if self.has_path else cfg
             nodes.append(self.hooks.connect(name, cfg, doc.campaign, timeout))
+        router = self.testbed.router() if self.has_path else None
+        if router is not None:
+            nodes.append(self.hooks.connect(router[0], router[1], doc.campaign, timeout))
         for node in nodes:
             node.take_lease()
             node.claim_scratch()
@@ -230,20 +249,38 @@ class Campaign:
 
     def _clear_leftovers(self, nodes: list[Node], doc: CampaignRecord) -> dict[str, NodeKnobs]:
         """Kill what a killed earlier runner left running (it may hold the port), then undo
-        the knob changes it left behind; return each role's knob handler."""
-        killed = {n.name: k for n in nodes if (k := n.reap_leftovers() + reap_containers(n))}
+        the path and knob changes it left behind; return each endpoint role's knob handler."""
+        killed = {n.name: k for n in nodes
+                  if (k := n.reap_leftovers()
+                      + (reap_containers(n) if n.cfg.role != "router" else []))}
         if killed:
             doc.killed_leftovers = killed
-        knobs: dict[str, NodeKnobs] = {n.cfg.role: node_knobs(n, self.testbed) for n in nodes}
-        leftovers = {n.name: knobs[n.cfg.role].restore(None, []) for n in nodes
-                     if knobs[n.cfg.role].journal.pending()
-                     or knobs[n.cfg.role].sysctl.pending()}
+        leftovers = path_journal_leftovers(nodes)
+        endpoints = [n for n in nodes if n.cfg.role != "router"]
+        knobs: dict[str, NodeKnobs] = {n.cfg.role: node_knobs(n, self.testbed)
+                                       for n in endpoints}
+        leftovers.update({n.name: leftovers.get(n.name, []) + knobs[n.cfg.role].restore(None, [])
+                          for n in endpoints if knobs[n.cfg.role].journal.pending()
+                          or knobs[n.cfg.role].sysctl.pending()})
         if leftovers:
             doc.restored_leftovers = leftovers
         return knobs
 
+    def _path_session(self, nodes: list[Node], server: Node, client: Node,
+                      doc: CampaignRecord, path: Path) -> PathSession:
+        """The session's paths, built on the router (the third node) or the server."""
+        host = nodes[2] if len(nodes) > 2 else server
+        return PathSession(host, placement_of(self.testbed), server, client, self.port, doc,
+                           lambda: write_campaign(path, doc))
+
     def _release(self, nodes: list[Node], doc: CampaignRecord) -> None:
-        """Note the host keys trusted on first use; clean up and disconnect every node."""
+        """Remove the active path; note the host keys trusted on first use; clean up and
+        disconnect every node."""
+        if self._paths is not None:
+            failed = self._paths.close()
+            self._paths = None
+            if failed:
+                doc.restored_leftovers = {**(doc.restored_leftovers or {}), "path": failed}
         _record_trusted_keys(doc, nodes, self.hooks.trusted_before.get(self.testbed.name))
         for node in nodes:
             node.cleanup(self.keep_files)
@@ -326,10 +363,26 @@ class Campaign:
                                   "(found on resume)")
             lost.interrupted = True
             write_run(out.parent / f"attempt-{orphan}", lost)
+        # the path first: a calibration that stops the campaign leaves no empty attempt
+        path_run = self._paths.activate((run.cfg or cfg).path) if self._paths else None
         out.mkdir(parents=True)
         record, attempt_run = self._attempt(run, plan, server, client, prepared, out)
+        if self._paths is not None and path_run is not None:
+            self._path_record(record, path_run)
         self._deferred.submit(lambda: self._store(attempt_run, record, directory, out))
         return record, attempt_run.abort if attempt_run is not None else None
+
+    def _path_record(self, record: RunRecord, path_run: PathRun) -> None:
+        """The path's part of an attempt's record; a delay line that died during the attempt
+        fails it (its packets were dropped: the result measured a broken path)."""
+        assert self._paths is not None
+        dead = self._paths.dead_lines()
+        record.path = self._paths.finish(path_run)
+        if dead and record.status == "ok":
+            record.status = "failed"
+        if dead:
+            record.reason = (f"path: the {' and '.join(dead)} delay line died during the "
+                             f"attempt" + (f"; {record.reason}" if record.reason else ""))
 
     def _store(self, attempt_run: Attempt | None, record: RunRecord, directory: Path,
                out: Path) -> None:

@@ -20,6 +20,9 @@ Versions (:data:`CAMPAIGN_SCHEMA_VERSION` is the one written):
 4. ``synthetic``: true for a campaign generated from captured outputs rather than measured
    (``bench/history_scale.py``), so a results database can tell them apart; false for every
    campaign the runner measures and every older document. :func:`upgrade_3_to_4`.
+5. ``paths``: the emulated paths of the campaign by key (configuration, resolved numbers,
+   backend, placement and calibration), absent for a campaign over the direct link.
+   :func:`upgrade_4_to_5`.
 
 :func:`read_campaign` returns the upgraded plain dict (what the analysis and the report
 read); :func:`load_campaign_record` returns the validated model (what resume reads).
@@ -44,7 +47,7 @@ from interop_runner.errors import StoreError
 from interop_runner.storage.layout import utc_now, write_json_atomic
 from interop_runner.storage.schema import DocumentSchema, first_error, read_document
 
-CAMPAIGN_SCHEMA_VERSION = 4
+CAMPAIGN_SCHEMA_VERSION = 5
 
 
 class _Doc(BaseModel):
@@ -156,6 +159,8 @@ class CampaignRecord(_Doc):
     worker_exit_codes: dict[str, int | None] | None = None
     wall_s: float | None = None
     synthetic: bool = False  # generated from captured outputs, not measured
+    # emulated paths by key (docs/paths.md): configuration, backend, placement, calibration
+    paths: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The document's contents (plain JSON-serialisable dict)."""
@@ -223,8 +228,15 @@ def upgrade_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_4_to_5(data: dict[str, Any]) -> dict[str, Any]:
+    """Emulated paths: no version 4 campaign had one."""
+    data.setdefault("paths", None)
+    return data
+
+
 CAMPAIGN_SCHEMA = DocumentSchema("campaign.json", CAMPAIGN_SCHEMA_VERSION,
-                                 {1: upgrade_1_to_2, 2: upgrade_2_to_3, 3: upgrade_3_to_4})
+                                 {1: upgrade_1_to_2, 2: upgrade_2_to_3, 3: upgrade_3_to_4,
+                                  4: upgrade_4_to_5})
 
 
 # -- files ------------------------------------------------------------------------------------

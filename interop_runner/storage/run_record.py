@@ -11,6 +11,10 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
 4. a choice of hash: ``hash_algorithm`` (``blake3`` or ``sha256``) with ``digest_expected``
    and ``digest_received``; ``sha256_expected``/``sha256_received`` stay as stored by
    versions 1-3 and are no longer written. :func:`upgrade_3_to_4`.
+5. emulated paths: ``path`` (the path the attempt ran over: its configuration, backend,
+   placement, the key of its calibration in campaign.json, and the counters of its
+   bottleneck and delay lines during the attempt), ``None`` over a direct link.
+   :func:`upgrade_4_to_5`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -37,7 +41,7 @@ from interop_runner.storage.schema import (
     read_document_versioned,
 )
 
-RUN_SCHEMA_VERSION = 4
+RUN_SCHEMA_VERSION = 5
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
@@ -116,6 +120,8 @@ class RunRecord(BaseModel):
     testbed: str | None = None
     monitors: dict[str, dict[str, str]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+    # the emulated path of the attempt (docs/paths.md); None: the direct link
+    path: dict[str, Any] | None = None
     schema_version: int = RUN_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,9 +174,16 @@ def upgrade_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_4_to_5(data: dict[str, Any]) -> dict[str, Any]:
+    """Emulated paths: every version 4 attempt ran over the direct link."""
+    data.setdefault("path", None)
+    return data
+
+
 RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
                                                              2: upgrade_2_to_3,
-                                                             3: upgrade_3_to_4})
+                                                             3: upgrade_3_to_4,
+                                                             4: upgrade_4_to_5})
 
 
 # -- files ------------------------------------------------------------------------------------

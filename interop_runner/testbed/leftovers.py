@@ -17,6 +17,7 @@ from interop_runner.testbed.knobs import Journal, NodeKnobs
 from interop_runner.testbed.node import Node
 
 HOST_JOURNAL = "/var/tmp/qir/host-restore.sh"
+PATH_JOURNAL = "path-restore.sh"  # in a node's workdir: the undo of an emulated path
 
 
 def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:
@@ -35,13 +36,20 @@ def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:
                      shared_sysctls=testbed.local and node.cfg.role == "client")
 
 
+def path_journal(node: Node) -> Journal:
+    """The journal of the emulated path built on a node (router, or server without one):
+    its own file, so restoring the knobs after an attempt leaves the path in place."""
+    node.executor.make_private_dir(node.cfg.workdir)
+    return Journal(PrivateFilesExecutor(node.executor), f"{node.cfg.workdir}/{PATH_JOURNAL}")
+
+
 def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, Restored]:
     """Undo what killed runs left on the nodes: node -> what was done there.
 
     Kills the process groups a killed runner left running (the node's process journal),
-    then replays the knob journals. Takes each node's lease first, so a campaign still
-    running there is never touched (lease.NodeBusy). Returns only the nodes that had
-    something to undo.
+    then replays the journals of an emulated path and of the knobs. Takes each node's lease
+    first, so a campaign still running there is never touched (lease.NodeBusy). Returns only
+    the nodes that had something to undo.
     """
     out: dict[str, Restored] = {}
     nodes: list[Node] = []
@@ -54,8 +62,12 @@ def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, 
             killed = node.reap_leftovers() + reap_containers(node)
             nk = node_knobs(node, testbed)
             pending = nk.journal.pending() or nk.sysctl.pending()
-            if killed or pending:
-                out[node.name] = Restored(killed, nk.restore(None, []) if pending else [])
+            path = path_journal(node)
+            path_pending = path.pending()
+            if killed or pending or path_pending:
+                failed = (path.replay() if path_pending else []) + (
+                    nk.restore(None, []) if pending else [])
+                out[node.name] = Restored(killed, failed)
     finally:
         for node in nodes:
             node.close()

@@ -1,0 +1,201 @@
+"""A campaign's emulated paths: built where the testbed puts them, calibrated before the
+first attempt of each, observed around every attempt, removed at the end.
+
+The path of a run is its variant's ``path`` block. Consecutive runs over the same path keep
+it; another path replaces it. Each path is calibrated once per campaign (stored in
+``campaign.json`` under ``paths.<key>``); with ``calibrate: strict`` a path that misses its
+configuration stops the campaign with one line naming the parameter. Every attempt's record
+gets the path it ran over, its backend, placement, calibration key and the counters of the
+bottleneck and the delay lines during the attempt (``run.json`` ``path``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from interop_runner.config.campaign import NodeConfig, TestbedConfig
+from interop_runner.config.path import PathConfig, ResolvedPath
+from interop_runner.errors import PathError
+from interop_runner.storage.campaign_record import CampaignRecord
+from interop_runner.testbed.knobs import Journal
+from interop_runner.testbed.leftovers import path_journal
+from interop_runner.testbed.node import Node
+from interop_runner.testbed.path.calibrate import Calibrator
+from interop_runner.testbed.path.counters import attempt_counters
+from interop_runner.testbed.path.node import PathNode
+from interop_runner.testbed.path.rules import PathSetup, Placement, path_setup
+
+
+def path_key(path: PathConfig) -> str:
+    """A path's key: what the path does (not how it is calibrated), hashed."""
+    data = path.model_dump(mode="json", exclude={"calibrate", "tolerance", "backend"})
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+    return f"path-{digest}"
+
+
+def path_journal_leftovers(nodes: list[Node]) -> dict[str, list[str]]:
+    """Replay the path journals a killed runner left on ``nodes``: node -> what was undone
+    (each line that failed is named, the others are just counted)."""
+    out: dict[str, list[str]] = {}
+    for node in nodes:
+        journal = path_journal(node)
+        if journal.pending():
+            failed = journal.replay()
+            out[node.name] = ["removed an emulated path left by a killed runner"] + [
+                f"failed: {line}" for line in failed]
+    return out
+
+
+def routed(cfg: NodeConfig) -> NodeConfig:
+    """An endpoint as a campaign with a path sees it: its address through the router."""
+    via = cfg.via_router
+    if via is None:
+        return cfg
+    return cfg.model_copy(update={"interface": via.interface, "ip": via.ip})
+
+
+def placement_of(testbed: TestbedConfig) -> Placement:
+    """The router's interfaces, or the server's egress (with an IFB for the reverse
+    direction) when the testbed has no router."""
+    router = testbed.router()
+    if router is not None:
+        cfg = router[1]
+        assert cfg.server_interface is not None
+        return Placement("router", cfg.interface, cfg.server_interface)
+    server = testbed.node("server")[1]
+    return Placement("server-egress", server.interface, server.interface)
+
+
+@dataclass
+class PathRun:
+    """The path of one attempt: what it is and its counters before the transfer."""
+
+    key: str
+    before: dict[str, Any]
+
+
+class PathSession:
+    """The paths of one campaign session on one testbed.
+
+    ``host``: the node the path is built on (router, or server); ``save``: writes the
+    campaign record (after a calibration).
+    """
+
+    def __init__(self, host: Node, placement: Placement, server: Node, client: Node,
+                 port: int, doc: CampaignRecord, save: Callable[[], None]) -> None:
+        self.node = PathNode(host, placement, path_journal(host))
+        self.placement = placement
+        self.server, self.client, self.port = server, client, port
+        self.doc, self.save = doc, save
+        self._backends: dict[str, str] = {}
+
+    @property
+    def journal(self) -> Journal:
+        """The journal of the path's changes on its node."""
+        return self.node.journal
+
+    # -- around the runs -----------------------------------------------------------------------
+    def activate(self, path: PathConfig | None) -> PathRun | None:
+        """Make ``path`` the active one (None: no path) and return its run handle with the
+        counters before the attempt; calibrates a path the campaign has not calibrated."""
+        if path is None:
+            if self.node.active is not None:
+                self.node.remove()
+            return None
+        key = path_key(path)
+        if self.node.active is None or self.node.active.key != key:
+            resolved = path.resolved()
+            setup = self._setup(path, resolved)
+            self.node.apply(key, setup)
+            self._record(key, path, resolved, setup)
+        return PathRun(key, self.node.counters())
+
+    def _setup(self, path: PathConfig, resolved: ResolvedPath) -> PathSetup:
+        backend = self.node.probe_backend(path.backend, resolved.data_delay_line)
+        program = self.node.delay_line() if backend == "nfqueue" else "qir-delayline"
+        setup = path_setup(resolved, backend, self.placement, program)
+        if resolved.trace is not None:
+            remote = self._upload_trace(resolved)
+            lines = tuple(type(line)(line.direction, line.queue,
+                                     tuple(remote if a == "TRACE" else a for a in line.args))
+                          for line in setup.delay_lines)
+            setup = PathSetup(setup.backend, setup.placement, setup.steps, lines,
+                              setup.bottleneck, setup.notes)
+        return setup
+
+    def _upload_trace(self, resolved: ResolvedPath) -> str:
+        assert resolved.trace is not None
+        data = resolved.trace.read_bytes()
+        remote = f"{self.node.workdir}/trace-{hashlib.sha256(data).hexdigest()[:12]}.txt"
+        self.node.node.executor.write_bytes(remote, data)
+        return remote
+
+    def _record(self, key: str, path: PathConfig, resolved: ResolvedPath,
+                setup: PathSetup) -> None:
+        """Calibrate a path seen for the first time; store it in campaign.json."""
+        paths = self.doc.paths = self.doc.paths or {}
+        if key in paths:
+            return
+        entry: dict[str, Any] = {
+            "config": path.model_dump(mode="json"), "resolved": _resolved_dict(resolved),
+            "backend": setup.backend, "placement": self.placement.kind,
+            "node": self.node.node.name, "bottleneck": setup.bottleneck,
+            "commands": [list(s.argv) for s in setup.steps if s.argv is not None],
+            "delay_lines": [list(line.args) for line in setup.delay_lines],
+            "calibration": None}
+        paths[key] = entry
+        if path.calibrate != "off":
+            calibration = Calibrator(self.server, self.client, self.server.cfg.ip,
+                                     self.port).calibrate(resolved, path.tolerance)
+            entry["calibration"] = calibration.as_dict()
+            self.save()
+            if not calibration.ok and path.calibrate == "strict":
+                first = calibration.failures()[0]
+                raise PathError(f"path {key}: calibration failed: {first.line()} "
+                                "(calibrate: warn records this and measures anyway)")
+        self.save()
+
+    def finish(self, run: PathRun) -> dict[str, Any]:
+        """The ``path`` of the attempt's record: key, backend, placement, the counters
+        before and after the transfer, and whether each delay line survived it."""
+        active = self.node.active
+        assert active is not None
+        alive = self.node.lines_alive()
+        entry = (self.doc.paths or {}).get(run.key, {})
+        after = self.node.counters()
+        return {"key": run.key, "config": entry.get("config"), "resolved": entry.get("resolved"),
+                "backend": active.setup.backend, "placement": self.placement.kind,
+                "node": self.node.node.name, "calibration": _summary(entry.get("calibration")),
+                "counters": attempt_counters(run.before, after, active.setup.bottleneck),
+                "delay_lines_alive": alive}
+
+    def dead_lines(self) -> list[str]:
+        """The directions whose delay line has died (the attempt cannot be trusted)."""
+        return [d for d, ok in self.node.lines_alive().items() if not ok]
+
+    def close(self) -> list[str]:
+        """Remove the active path; the undo lines that failed."""
+        return self.node.remove()
+
+
+def _summary(calibration: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What an attempt's record keeps of its path's calibration: verdict and the measured
+    values (the samples stay in campaign.json)."""
+    if calibration is None:
+        return None
+    measured = calibration.get("measured", {})
+    keys = ("rtt_ms", "rate_wire_bps", "goodput_bps", "queue_ms", "loss", "loss_ci")
+    return {"ok": calibration.get("ok"), **{k: measured.get(k) for k in keys}}
+
+
+def _resolved_dict(path: ResolvedPath) -> dict[str, Any]:
+    return {"rate_bps": path.rate_bps, "rtt_ms": path.rtt_ms,
+            "data_delay_ms": path.data_delay_ms, "reverse_delay_ms": path.reverse_delay_ms,
+            "buffer_bytes": path.buffer_bytes, "full_queue_ms": path.full_queue_ms,
+            "loss": path.loss, "jitter": path.jitter, "reverse_rate_bps": path.reverse_rate_bps,
+            "links": None if path.links is None else [vars(x) for x in path.links],
+            "reorder_timeout_ms": path.reorder_timeout_ms,
+            "trace": None if path.trace is None else str(path.trace)}

@@ -1,0 +1,259 @@
+"""Calibrating a path before it is trusted: measure what it really does, compare with what
+it was configured to do.
+
+Four measurements, all between the endpoints over the path (ping and iperf3 from Debian; the
+client node sends the pings, so a request crosses the reverse direction and its reply the
+data direction with its bottleneck):
+
+1. **base RTT**: the median of 50 pings on the idle path;
+2. **bottleneck rate**: one kernel TCP flow (iperf3, server -> client) for 5 s after a 2 s
+   warm-up, with BBR where the node has it: BBR keeps the bottleneck busy at any buffer
+   size and loss rate where CUBIC would leave it idle (0.5 BDP, 1 % loss); its payload rate
+   is converted to the wire (tbf counts IP and Ethernet headers: MSS + 66 bytes per segment
+   with TCP timestamps). Two links and traces: a UDP flow at 1.3 x the rate instead, as TCP
+   over reordered links measures the transport, not the path;
+3. **queueing delay at a full buffer**: pings while a UDP flow overloads the bottleneck
+   (1.3 x its rate, so the buffer stays full whatever the congestion control or loss): their
+   median minus the base RTT, against buffer / rate;
+4. **loss**: 3000 pings 2 ms apart; the configured rate must lie in the binomial confidence
+   interval of the measured one (Clopper-Pearson).
+
+:func:`evaluate` is the pure comparison (tolerances: :class:`~interop_runner.config.path.
+PathTolerance`, justified in docs/paths.md).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from scipy.stats import binomtest
+
+from interop_runner.config.path import PathTolerance, ResolvedPath
+from interop_runner.errors import ExecutorError, PathError
+from interop_runner.parsers.common import ParseError
+from interop_runner.parsers.iperf3 import IperfResult, parse_iperf3
+from interop_runner.parsers.ping import PingResult, parse_ping
+from interop_runner.testbed.node import Node
+
+TCP_WIRE_OVERHEAD = 66  # IPv4 20 + TCP 20 + timestamps 12 + Ethernet 14 bytes per segment
+UDP_WIRE_OVERHEAD = 42  # IPv4 20 + UDP 8 + Ethernet 14
+UDP_PAYLOAD = 1448
+OVERLOAD = 1.3  # the UDP flows' rate as a multiple of the bottleneck's
+RATE_SECONDS, WARMUP_SECONDS = 5, 2
+LOSS_PINGS = 3000
+
+
+@dataclass
+class Check:
+    """One calibrated parameter: configured, measured, allowed difference, verdict."""
+
+    parameter: str
+    unit: str
+    configured: float
+    measured: float | None
+    tolerance: float | None  # absolute, in ``unit`` (loss: None, the interval decides)
+    ok: bool
+    detail: str = ""
+
+    def line(self) -> str:
+        """``rtt: configured 50 ms, measured 51.2 ms (allowed ±1 ms)``."""
+        measured = "not measured" if self.measured is None else f"{self.measured:.4g} {self.unit}"
+        allowed = f" (allowed ±{self.tolerance:.3g} {self.unit})" if self.tolerance else ""
+        extra = f"; {self.detail}" if self.detail else ""
+        return (f"{self.parameter}: configured {self.configured:.4g} {self.unit}, measured "
+                f"{measured}{allowed}{extra}")
+
+
+@dataclass
+class Measured:
+    """What calibration measured (None: not measured, with the reason in ``notes``)."""
+
+    rtt_ms: float | None = None
+    rtt_samples: list[float] = field(default_factory=list)
+    goodput_bps: float | None = None
+    rate_wire_bps: float | None = None
+    rate_method: str | None = None
+    congestion: str | None = None
+    queue_ms: float | None = None
+    queue_samples: int = 0
+    loss: float | None = None
+    loss_ci: tuple[float, float] | None = None
+    loss_sent: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Calibration:
+    """A path's calibration: what was measured, each check, and the verdict."""
+
+    measured: Measured
+    checks: list[Check]
+    started_at: float
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """Every check passed."""
+        return all(c.ok for c in self.checks)
+
+    def failures(self) -> list[Check]:
+        """The checks that failed."""
+        return [c for c in self.checks if not c.ok]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored form (campaign.json ``paths.<key>.calibration``)."""
+        return {"ok": self.ok, "started_at": self.started_at, "seconds": self.seconds,
+                "measured": asdict(self.measured), "checks": [asdict(c) for c in self.checks]}
+
+
+def _within(configured: float, measured: float, absolute: float, relative: float
+            ) -> tuple[bool, float]:
+    allowed = max(absolute, relative * configured)
+    return abs(measured - configured) <= allowed, allowed
+
+
+def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list[Check]:
+    """Compare what was measured with the configuration (pure)."""
+    checks = []
+    if measured.rtt_ms is not None:
+        ok, allowed = _within(path.rtt_ms, measured.rtt_ms, tol.rtt_ms, tol.rtt_rel)
+        if path.links is not None:  # either link's RTT is right
+            ok = any(_within(link.delay_ms + path.reverse_delay_ms, measured.rtt_ms,
+                             tol.rtt_ms, tol.rtt_rel)[0] for link in path.links)
+        checks.append(Check("rtt", "ms", path.rtt_ms, measured.rtt_ms, allowed, ok))
+    if measured.rate_wire_bps is not None:
+        ok, allowed = _within(path.rate_bps / 1e6, measured.rate_wire_bps / 1e6, 0.0,
+                              tol.rate_rel)
+        checks.append(Check("rate", "Mbit/s", path.rate_bps / 1e6,
+                            measured.rate_wire_bps / 1e6, allowed, ok,
+                            f"at the wire; {measured.rate_method}"))
+    full = path.full_queue_ms
+    if full is not None and measured.queue_ms is not None:
+        ok, allowed = _within(full, measured.queue_ms, tol.queue_ms, tol.queue_rel)
+        checks.append(Check("queue", "ms", full, measured.queue_ms, allowed, ok,
+                            "queueing delay of a full buffer (buffer / rate)"))
+    if measured.loss is not None and measured.loss_ci is not None:
+        low, high = measured.loss_ci
+        ok = low <= path.loss <= high
+        checks.append(Check("loss", "", path.loss, measured.loss, None, ok,
+                            f"{tol.loss_confidence:.0%} interval [{low:.4g}, {high:.4g}] of "
+                            f"{measured.loss_sent} pings"))
+    return checks
+
+
+def loss_interval(lost: int, sent: int, confidence: float) -> tuple[float, float]:
+    """Clopper-Pearson interval of a loss rate: ``lost`` of ``sent``."""
+    ci = binomtest(lost, sent).proportion_ci(confidence_level=confidence, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+class Calibrator:
+    """Runs the measurements between ``server`` and ``client`` over the path to
+    ``server_ip``; iperf3 listens on ``port`` on the server (nothing else runs then)."""
+
+    def __init__(self, server: Node, client: Node, server_ip: str, port: int) -> None:
+        self.server, self.client, self.ip, self.port = server, client, server_ip, port
+
+    def calibrate(self, path: ResolvedPath, tol: PathTolerance) -> Calibration:
+        """Measure the path and evaluate it."""
+        started, t0 = time.time(), time.monotonic()
+        measured = Measured()
+        base = self._ping(50, 0.02)
+        measured.rtt_samples = list(base.rtt_ms)
+        if not base.rtt_ms:
+            raise PathError(f"{self.client.name}: no ping reply from {self.ip} over the path")
+        measured.rtt_ms = statistics.median(base.rtt_ms)
+        self._rate(path, measured)
+        if path.full_queue_ms is not None:
+            self._queue(path, measured)
+        else:
+            measured.notes.append("queue: not measured, two links have one buffer each")
+        if path.loss:
+            self._loss(path, tol, measured)
+        return Calibration(measured, evaluate(path, measured, tol), started,
+                           time.monotonic() - t0)
+
+    # -- the measurements ----------------------------------------------------------------------
+    def _ping(self, count: int, interval: float, wait_s: float = 0.0) -> PingResult:
+        script = 'sleep "$0"; exec ping -n -c "$1" -i "$2" -W 2 "$3"'
+        timeout = wait_s + count * interval + 30
+        res = self.client.run(["sh", "-c", script, str(wait_s), str(count), str(interval),
+                               self.ip], timeout=timeout, check=False)
+        try:
+            return parse_ping(res.stdout)
+        except ParseError as exc:
+            raise PathError(f"{self.client.name}: ping {self.ip}: {exc}") from None
+
+    def _iperf(self, args: list[str], seconds: int) -> IperfResult:
+        """One iperf3 test, server -> client (``-R``), with a one-off server."""
+        tmp = self.server.scratch
+        self.server.run(["mkdir", "-p", tmp])
+        proc = self.server.executor.start(
+            ["iperf3", "-s", "-1", "-B", self.ip, "-p", str(self.port)],
+            stdout=f"{tmp}/iperf3-server.out", stderr=f"{tmp}/iperf3-server.err")
+        try:
+            self.server.run(["sh", "-c", 'n=0; until grep -q "listening" "$0" 2>/dev/null; do '
+                             'n=$((n+1)); [ $n -lt 500 ] || exit 1; sleep 0.01; done',
+                             f"{tmp}/iperf3-server.out"], timeout=20)
+            res = self.client.run(["iperf3", "-c", self.ip, "-p", str(self.port), "-R", "-J",
+                                   "-t", str(seconds), *args], timeout=seconds + 60,
+                                  check=False)
+        except ExecutorError as exc:
+            raise PathError(f"calibration: iperf3: {exc}") from None
+        finally:
+            self.server.executor.stop(proc, grace=2)
+        try:
+            return parse_iperf3(res.stdout)
+        except ParseError as exc:
+            raise PathError(f"{self.client.name}: calibration: {exc}") from None
+
+    def _rate(self, path: ResolvedPath, measured: Measured) -> None:
+        if path.links is None and path.trace is None:
+            cc = "bbr" if self._has_bbr() else "cubic"
+            res = self._iperf(["-C", cc, "-O", str(WARMUP_SECONDS)], RATE_SECONDS)
+            mss = res.mss or 1448
+            measured.goodput_bps = res.received_bps
+            measured.rate_wire_bps = res.received_bps * (mss + TCP_WIRE_OVERHEAD) / mss
+            measured.rate_method = f"one TCP flow ({res.congestion or cc}, MSS {mss})"
+            measured.congestion = res.congestion or cc
+            return
+        res = self._iperf(["-u", "-b", str(int(OVERLOAD * path.rate_bps)), "-l",
+                           str(UDP_PAYLOAD), "-O", str(WARMUP_SECONDS)], RATE_SECONDS)
+        measured.goodput_bps = res.received_bps
+        measured.rate_wire_bps = res.received_bps * (UDP_PAYLOAD + UDP_WIRE_OVERHEAD) / UDP_PAYLOAD
+        measured.rate_method = f"a UDP flow at {OVERLOAD:g} x the rate"
+
+    def _has_bbr(self) -> bool:
+        res = self.server.run(["cat", "/proc/sys/net/ipv4/tcp_available_congestion_control"],
+                              timeout=10, check=False)
+        return "bbr" in res.stdout.split()
+
+    def _queue(self, path: ResolvedPath, measured: Measured) -> None:
+        """Pings from the 2nd second of a 5 s UDP overload, in the background on the client."""
+        tmp = self.client.scratch
+        self.client.run(["mkdir", "-p", tmp])
+        pinger = self.client.executor.start(
+            ["sh", "-c", 'sleep 2; exec ping -n -c 100 -i 0.02 -W 2 "$0"', self.ip],
+            stdout=f"{tmp}/ping-load.out", stderr=f"{tmp}/ping-load.err")
+        try:
+            self._iperf(["-u", "-b", str(int(OVERLOAD * path.rate_bps)), "-l",
+                         str(UDP_PAYLOAD)], 5)
+            self.client.executor.wait(pinger, 30)
+        finally:
+            self.client.executor.stop(pinger, grace=1)
+        loaded = parse_ping(self.client.run(["cat", f"{tmp}/ping-load.out"], timeout=10).stdout)
+        measured.queue_samples = len(loaded.rtt_ms)
+        if loaded.rtt_ms and measured.rtt_ms is not None:
+            measured.queue_ms = statistics.median(loaded.rtt_ms) - measured.rtt_ms
+        else:
+            measured.notes.append("queue: no ping reply under load")
+
+    def _loss(self, path: ResolvedPath, tol: PathTolerance, measured: Measured) -> None:
+        res = self._ping(LOSS_PINGS, 0.002)
+        measured.loss_sent = res.transmitted
+        if res.transmitted:
+            measured.loss = res.lost / res.transmitted
+            measured.loss_ci = loss_interval(res.lost, res.transmitted, tol.loss_confidence)

@@ -1,0 +1,229 @@
+"""The commands that build a path, as data: each change with the command that undoes it.
+
+Pure: nothing here runs a command. :func:`path_setup` turns a
+:class:`~interop_runner.config.path.ResolvedPath`, a backend and a :class:`Placement` into a
+:class:`PathSetup`: tc/iptables steps in order (each undo is journaled before its change, so
+replaying the journal backwards removes the path) and the delay lines to start. Which
+backend does what (docs/paths.md):
+
+* ``netem`` (kernels with netem, real testbeds): netem for delay, jitter and loss, with a tbf
+  child as the bottleneck (its ``limit`` is the buffer);
+* ``nfqueue`` (kernels without netem, such as this project's CI machine): tbf for the rate and
+  buffer, iptables ``statistic`` for random loss, and the delay line (``delayline.c``) on
+  NFQUEUE for delay, jitter, two links and traces.
+
+Placements: ``router`` (a third node; the data direction leaves through its interface towards
+the client, the reverse direction through its interface towards the server) or
+``server-egress`` (no router: the data direction on the server's interface, the reverse
+direction on the same interface's ingress, redirected into an IFB where a qdisc is needed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from interop_runner.config.path import WIRE_PACKET, ResolvedLink, ResolvedPath
+
+Backend = Literal["netem", "nfqueue"]
+CHAIN = "qir-path"  # the iptables chain holding every rule of the path
+IFB = "qir-ifb0"  # the IFB of the reverse direction (server-egress placement)
+DATA_QUEUE, REVERSE_QUEUE = 0, 1  # NFQUEUE numbers of the two directions
+NETEM_LIMIT = 1_000_000  # packets netem may hold while they are delayed (not a bottleneck)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the path is built."""
+
+    kind: Literal["router", "server-egress"]
+    data_if: str  # the data direction's egress (router: towards the client)
+    reverse_if: str  # router: its interface towards the server; server-egress: its interface
+
+    @property
+    def data_hook(self) -> list[str]:
+        """iptables chain and match of the data direction's packets."""
+        if self.kind == "router":
+            return ["FORWARD", "-i", self.reverse_if, "-o", self.data_if]
+        return ["OUTPUT", "-o", self.data_if]
+
+    @property
+    def reverse_hook(self) -> list[str]:
+        """iptables chain and match of the reverse direction's packets."""
+        if self.kind == "router":
+            return ["FORWARD", "-i", self.data_if, "-o", self.reverse_if]
+        return ["INPUT", "-i", self.reverse_if]
+
+    @property
+    def reverse_qdisc_if(self) -> str:
+        """Where a qdisc of the reverse direction sits: the router's interface towards the
+        server, or the IFB that the server's ingress is redirected into."""
+        return self.reverse_if if self.kind == "router" else IFB
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change and the command that undoes it (None: it needs no undo of its own)."""
+
+    argv: tuple[str, ...] | None  # None: only the undo is journaled
+    undo: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class DelayLineSpec:
+    """One delay line process: its direction and its arguments (``qir-delayline ...``)."""
+
+    direction: Literal["data", "reverse"]
+    queue: int
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PathSetup:
+    """Everything that builds one path."""
+
+    backend: Backend
+    placement: Placement
+    steps: tuple[Step, ...]
+    delay_lines: tuple[DelayLineSpec, ...] = ()
+    bottleneck: str | None = None  # "<dev> <handle>" of the data direction's bottleneck qdisc
+    notes: tuple[str, ...] = field(default=())
+
+
+def tbf_args(rate_bps: int, limit_bytes: int) -> list[str]:
+    """tbf as the bottleneck: ``limit`` is the droptail buffer; the bucket holds two packets
+    or 1 ms at the rate, whichever is more (a bigger bucket sends bursts above the rate)."""
+    burst = max(2 * WIRE_PACKET, rate_bps // 8000)
+    return ["tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "limit", str(limit_bytes)]
+
+
+def _ms(value: float) -> str:
+    return f"{value:g}"
+
+
+def _qdisc(dev: str, *args: str, parent: str = "root", handle: str = "1:") -> Step:
+    add = ("tc", "qdisc", "replace", "dev", dev, *(("root",) if parent == "root"
+                                                    else ("parent", parent)),
+           "handle", handle, *args)
+    undo = ("tc", "qdisc", "del", "dev", dev, "root") if parent == "root" else None
+    return Step(add, undo)
+
+
+def _ifb_steps(placement: Placement) -> list[Step]:
+    """Redirect the server interface's ingress into the IFB (server-egress placement)."""
+    dev = placement.reverse_if
+    return [
+        Step(("ip", "link", "add", IFB, "type", "ifb"), ("ip", "link", "del", IFB)),
+        Step(("ip", "link", "set", IFB, "up"), None),
+        Step(("tc", "qdisc", "add", "dev", dev, "handle", "ffff:", "ingress"),
+             ("tc", "qdisc", "del", "dev", dev, "handle", "ffff:", "ingress")),
+        Step(("tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "u32",
+              "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", IFB),
+             None),
+    ]
+
+
+def _chain_steps(placement: Placement) -> list[Step]:
+    """The path's own chain, jumped to from the hooks of both directions."""
+    steps = [Step(("iptables", "-w", "-N", CHAIN), ("iptables", "-w", "-X", CHAIN))]
+    for hook in sorted({placement.data_hook[0], placement.reverse_hook[0]}):
+        steps.append(Step(("iptables", "-w", "-I", hook, "-j", CHAIN),
+                          ("iptables", "-w", "-D", hook, "-j", CHAIN)))
+    # replayed backwards, the flush comes first: the rules go before the jumps and the chain
+    steps.append(Step(None, ("iptables", "-w", "-F", CHAIN)))
+    return steps
+
+
+def _rule(hook: list[str], *target: str) -> Step:
+    """A rule in the path's chain matching one direction (hook: chain name, then matches)."""
+    return Step(("iptables", "-w", "-A", CHAIN, *hook[1:], *target), None)
+
+
+def nfqueue_setup(path: ResolvedPath, placement: Placement, program: str) -> PathSetup:
+    """The ``nfqueue`` backend: tbf, iptables and delay lines (``program``: the binary)."""
+    steps: list[Step] = []
+    lines: list[DelayLineSpec] = []
+    bottleneck = None
+    if path.links is None and path.trace is None:
+        assert path.buffer_bytes is not None
+        steps.append(_qdisc(placement.data_if, *tbf_args(path.rate_bps, path.buffer_bytes)))
+        bottleneck = f"{placement.data_if} 1:"
+    if placement.kind == "server-egress" and path.reverse_rate_bps is not None:
+        steps += _ifb_steps(placement)
+    if path.reverse_rate_bps is not None:
+        steps.append(_qdisc(placement.reverse_qdisc_if,
+                            *tbf_args(path.reverse_rate_bps, 10 * 1000 * 1000)))
+    steps += _chain_steps(placement)
+    if path.loss and path.links is None:
+        steps.append(_rule(placement.data_hook, "-m", "statistic", "--mode", "random",
+                           "--probability", f"{path.loss:.6f}", "-j", "DROP"))
+    if path.data_delay_line:
+        steps.append(_rule(placement.data_hook, "-j", "NFQUEUE", "--queue-num",
+                           str(DATA_QUEUE)))
+        lines.append(DelayLineSpec("data", DATA_QUEUE, (program, *data_line_args(path))))
+    if path.reverse_delay_ms > 0:
+        steps.append(_rule(placement.reverse_hook, "-j", "NFQUEUE", "--queue-num",
+                           str(REVERSE_QUEUE)))
+        lines.append(DelayLineSpec("reverse", REVERSE_QUEUE,
+                                   (program, "--queue", str(REVERSE_QUEUE), "--delay",
+                                    _ms(path.reverse_delay_ms))))
+    return PathSetup("nfqueue", placement, tuple(steps), tuple(lines), bottleneck)
+
+
+def data_line_args(path: ResolvedPath) -> list[str]:
+    """The data direction's delay line: one link with jitter, two links, or a trace."""
+    args = ["--queue", str(DATA_QUEUE)]
+    if path.links is not None:
+        assert path.split is not None
+        for link in path.links:
+            args += ["--link", _link_arg(link)]
+        args += ["--batch", str(path.split.batch), "--ratio", path.split.ratio]
+        if path.reorder_timeout_ms:
+            args += ["--reorder-timeout", _ms(path.reorder_timeout_ms)]
+        return args
+    if path.trace is not None:
+        assert path.buffer_bytes is not None
+        args += ["--trace", "TRACE", "--trace-buffer", str(path.buffer_bytes)]
+    if path.data_delay_ms or path.jitter:
+        args += ["--delay", _ms(path.data_delay_ms), "--jitter", f"{path.jitter:g}"]
+    return args
+
+
+def _link_arg(link: ResolvedLink) -> str:
+    return (f"rate={link.rate_bps},delay={_ms(link.delay_ms)},jitter={link.jitter:g},"
+            f"loss={link.loss:g},buffer={link.buffer_bytes}")
+
+
+def netem_setup(path: ResolvedPath, placement: Placement) -> PathSetup:
+    """The ``netem`` backend: netem (delay, jitter, loss) with a tbf child as the bottleneck;
+    netem on the reverse direction for its delay."""
+    if path.links is not None or path.trace is not None:
+        raise ValueError("two links and traces need the nfqueue backend (netem cannot split "
+                         "or follow a trace)")
+    assert path.buffer_bytes is not None
+    steps: list[Step] = []
+    netem = ["netem", "limit", str(NETEM_LIMIT), "delay", f"{_ms(path.data_delay_ms)}ms"]
+    if path.jitter:
+        netem += [f"{_ms(path.jitter * path.data_delay_ms)}ms", "distribution", "normal"]
+    if path.loss:
+        netem += ["loss", "random", f"{path.loss * 100:g}%"]
+    steps.append(_qdisc(placement.data_if, *netem))
+    steps.append(_qdisc(placement.data_if, *tbf_args(path.rate_bps, path.buffer_bytes),
+                        parent="1:1", handle="2:"))
+    if placement.kind == "server-egress":
+        steps += _ifb_steps(placement)
+    reverse = ["netem", "limit", str(NETEM_LIMIT), "delay", f"{_ms(path.reverse_delay_ms)}ms"]
+    steps.append(_qdisc(placement.reverse_qdisc_if, *reverse))
+    if path.reverse_rate_bps is not None:
+        steps.append(_qdisc(placement.reverse_qdisc_if,
+                            *tbf_args(path.reverse_rate_bps, 10 * 1000 * 1000),
+                            parent="1:1", handle="2:"))
+    return PathSetup("netem", placement, tuple(steps), (), f"{placement.data_if} 2:")
+
+
+def path_setup(path: ResolvedPath, backend: Backend, placement: Placement,
+               program: str) -> PathSetup:
+    """The setup of ``path`` with ``backend`` at ``placement``."""
+    if backend == "netem":
+        return netem_setup(path, placement)
+    return nfqueue_setup(path, placement, program)
