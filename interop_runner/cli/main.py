@@ -14,7 +14,17 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from interop_runner.cli import compare, history, notebooks, report, results, run, sources, testbed
+from interop_runner.cli import (
+    compare,
+    history,
+    notebooks,
+    path,
+    report,
+    results,
+    run,
+    sources,
+    testbed,
+)
 from interop_runner.errors import (
     ConfigError,
     ExecutorError,
@@ -48,6 +58,7 @@ COMMANDS: dict[str, Command] = {
     "list": results.cmd_list, "parse": results.cmd_parse, "matrix": results.cmd_matrix,
     "report": report.cmd_report, "compare": compare.command, "sources": sources.cmd_sources,
     "history": history.cmd_history, "notebooks": notebooks.cmd_notebooks,
+    "path": path.cmd_path,
 }
 
 
@@ -75,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sources.register(sub)
     history.register(sub)
     notebooks.register(sub)
+    path.register(sub)
     return parser
 
 

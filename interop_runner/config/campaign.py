@@ -708,7 +708,7 @@ def load_campaign_testbeds(path: Path | str) -> tuple[CampaignConfig, list[Testb
     data, cfg = _absolute_trace(path, data, cfg)
     errors = _check_implementations(str(path), cfg, registry)
     errors += _check_sweep(str(path), data, cfg, registry)
-    errors += _check_paths(str(path), cfg)
+    errors += [] if errors else _check_paths(str(path), cfg)  # needs every variant valid
     key = "testbed" if cfg.testbed is not None else "testbeds"
     paths = [resolve_testbed_path(path, f) for f in cfg.testbed_files()]
     for i, testbed_path in enumerate(paths):

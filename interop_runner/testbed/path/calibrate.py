@@ -192,7 +192,7 @@ class Calibrator:
         tmp = self.server.scratch
         self.server.run(["mkdir", "-p", tmp])
         proc = self.server.executor.start(
-            ["iperf3", "-s", "-1", "-B", self.ip, "-p", str(self.port)],
+            ["iperf3", "-s", "-1", "--forceflush", "-B", self.ip, "-p", str(self.port)],
             stdout=f"{tmp}/iperf3-server.out", stderr=f"{tmp}/iperf3-server.err")
         try:
             self.server.run(["sh", "-c", 'n=0; until grep -q "listening" "$0" 2>/dev/null; do '

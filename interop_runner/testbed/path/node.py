@@ -40,11 +40,12 @@ _WAIT_READY = ('n=0; until grep -q "^$1" "$0" 2>/dev/null; do n=$((n+1)); '
                '[ "$n" -lt "$(($2 * 100))" ] || exit 1; sleep 0.01; done')
 # ask each delay line (the child of its group's launcher shell, pid = pgid) to write its
 # stats now, wait until its stats file changed (at most 1 s: it also writes every second),
-# print "<file>\t<json>" per line
+# print "<file>\t<json>" per line (the JSON on one line)
 _FRESH_STATS = ('for p in "$@"; do f=${p#*:}; pg=${p%%:*}; m=$(stat -c %y "$f" 2>/dev/null); '
                 'pkill -USR1 -P "$pg" 2>/dev/null; n=0; while [ "$n" -lt 100 ] && '
                 '[ "$(stat -c %y "$f" 2>/dev/null)" = "$m" ]; do sleep 0.01; n=$((n+1)); '
-                'done; printf "%s\\t" "$f"; cat "$f" 2>/dev/null || echo null; echo; done')
+                'done; printf "%s\\t" "$f"; tr -d "\\n" <"$f" 2>/dev/null || printf null; '
+                'echo; done')
 
 
 @dataclass
