@@ -55,9 +55,20 @@ def host_state() -> dict[str, str]:
         ])
         journal = Path(f"/var/tmp/qir/{ns.split('-')[1]}/restore.sh")
         state[ns + " journal"] = journal.read_text() if journal.exists() else ""
+    state.update(router_state(ex))
     host = Path("/var/tmp/qir/host-restore.sh")
     state["host journal"] = host.read_text() if host.exists() else ""
     return state
+
+
+def router_state(ex: LocalExecutor) -> dict[str, str]:
+    """What an emulated path touches on the router: its qdiscs, rules, IFBs, journals."""
+    if ex.run(["ip", "netns", "exec", "qir-router", "true"], timeout=10, check=False).exit_code:
+        return {}
+    out = ex.run(["ip", "netns", "exec", "qir-router", "sh", "-c",
+                  "tc qdisc show; iptables -S; ip -br link"], timeout=10).stdout
+    journals = [Path("/var/tmp/qir/router") / name for name in ("restore.sh", "path-restore.sh")]
+    return {"qir-router": out, **{str(j): j.read_text() if j.exists() else "" for j in journals}}
 
 
 def interrupt_on(monkeypatch, call: int) -> None:

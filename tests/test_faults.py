@@ -67,6 +67,8 @@ FAULTS = [
     "a second runner (`run`, then `testbed restore`) started on the testbed mid-transfer",
     "runner killed with SIGKILL while a client container transfers (image quic-go-qir)",
     "runner killed with SIGKILL while a client container transfers, then `testbed restore`",
+    "runner killed with SIGKILL mid-transfer with an emulated path active (router)",
+    "delay line of the path killed mid-transfer",
 ]
 COLLECTOR = Collector(FAULTS)
 REPS = 3
@@ -184,8 +186,11 @@ def the_record(camp: Path, rep: int, attempt: int = 1) -> dict[str, Any]:
     return found[0]
 
 
+NODE_NAMESPACES = ("qir-server", "qir-client", "qir-router")
+
+
 def processes_left() -> int:
-    return sum(len(stray_processes(ns, settle_s=3.0)) for ns in ("qir-server", "qir-client"))
+    return sum(len(stray_processes(ns, settle_s=3.0)) for ns in NODE_NAMESPACES)
 
 
 def knobs_not_restored(before: dict[str, str]) -> int:
@@ -530,8 +535,7 @@ def test_runner_sigkill_is_cleaned_up_by_the_resume(tmp_path, reliability):
     before = host_state()
     cfg = fault_config(tmp_path, "f-runner-kill", size="64MiB")
     camp = kill_runner_mid_transfer(cfg, tmp_path, CLIENT_BIN)
-    left_by_kill = sum(len(stray_processes(ns, settle_s=0)) for ns in ("qir-server",
-                                                                      "qir-client"))
+    left_by_kill = sum(len(stray_processes(ns, settle_s=0)) for ns in NODE_NAMESPACES)
     knobs_by_kill = knobs_not_restored(before)
     assert left_by_kill >= 1 and knobs_by_kill >= 1  # the server runs on, the tbf stays
     assert not (camp / "quic-go_quic-go/goodput/2/attempt-1/run.json").exists()
@@ -738,7 +742,7 @@ def kill_runner_in_container_transfer(tmp_path: Path, name: str
     cfg = fault_config(tmp_path, name, size="64MiB", client="quic-go-qir")
     camp = kill_runner_mid_transfer(cfg, tmp_path, CONTAINER_CLIENT_BIN)
     containers = len(our_containers())
-    left = sum(len(stray_processes(ns, settle_s=0)) for ns in ("qir-server", "qir-client"))
+    left = sum(len(stray_processes(ns, settle_s=0)) for ns in NODE_NAMESPACES)
     assert containers == 1 and left >= 1  # the client container and the server run on
     return cfg, camp, before, containers
 
@@ -776,6 +780,79 @@ def test_runner_sigkill_during_container_transfer_restore_removes_it(tmp_path, r
            "0 processes, 0 knobs left before the resume", cfg, camp, before, [(2, 1)],
            left=left_after, knobs=knobs_after)
 
+
+
+# -- an emulated path (docs/paths.md) ----------------------------------------------------------
+def path_fault_config(tmp_path: Path, name: str) -> Path:
+    """The fault campaign over a path through the router: 100 Mbit/s, 10 ms, 1 BDP (32 MiB
+    last >= 2.7 s, whatever the CPU), nfqueue backend (the delay line holds the reverse
+    direction), calibrated."""
+    return write(tmp_path / f"{name}.yml", f"""testbed: {TESTBED_FILE}
+name: {name}
+file_size: 32MiB
+repetitions: {REPS}
+port: 4470
+timeouts: {{client: 15, command: 30}}
+pairs: [{{server: quic-go, client: quic-go}}]
+knobs: {{rmem: 2x}}
+path: {{rate: 100mbit, rtt: 10ms, buffer: 1bdp, backend: nfqueue}}
+""")
+
+
+def path_left() -> tuple[int, int]:
+    """Delay lines running and path items (qdiscs, the path's chain) left in the router."""
+    ex = LocalExecutor("t")
+    pids = namespace_pids("qir-router")
+    lines = sum(1 for pid in pids if b"qir-delayline" in program(pid))
+    items = ex.run(["ip", "netns", "exec", "qir-router", "sh", "-c",
+                    "tc qdisc show | grep -c -e tbf -e netem; iptables -S | grep -c qir-path"],
+                   timeout=10, check=False).stdout.split()
+    return lines, sum(int(x) for x in items if x.isdigit())
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_runner_sigkill_with_a_path_active_is_cleaned_up(tmp_path, reliability):
+    before = host_state()
+    cfg = path_fault_config(tmp_path, "f-path-kill")
+    camp = kill_runner_mid_transfer(cfg, tmp_path, CLIENT_BIN)
+    lines, items = path_left()
+    assert lines >= 1 and items >= 2, (lines, items)  # the delay line, tbf and chain stay
+    ok = resume(cfg, camp)
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["killed_leftovers"].get("router")  # the delay line's process group
+    assert "router" in meta["restored_leftovers"]
+    assert path_left() == (0, 0)
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and "runner was killed" in rec["reason"]
+    finish(reliability, FAULTS[17], "-", f"the killed runner left {lines} delay line(s) "
+           f"running and {items} path item(s) (qdiscs, the path's iptables chain) on the "
+           "router; the resume killed the journaled delay lines, replayed the router's path "
+           f"journal, recorded the attempt as `{outcome(rec)}` and ran it again over the "
+           "same path (calibrated once, in campaign.json)", cfg, camp, before, [(2, 1)],
+           resume_with=lambda: ok)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_delay_line_killed_mid_transfer(tmp_path, reliability):
+    before = host_state()
+    cfg = path_fault_config(tmp_path, "f-path-line")
+
+    def kill_lines(pid: int) -> None:
+        for line in namespace_pids("qir-router"):
+            if b"qir-delayline" in program(line):
+                os.kill(line, signal.SIGKILL)
+
+    inj = start_injector("qir-client", CLIENT_BIN, 2, kill_lines)
+    camp = execute(cfg, tmp_path)
+    inj.check()
+    rec = the_record(camp, 2)
+    assert rec["status"] in ("failed", "timeout") and "delay line died" in rec["reason"]
+    assert rec["path"]["delay_lines_alive"] == {"reverse": False}
+    assert the_record(camp, 3)["status"] == "ok"  # the path was built anew for it
+    assert path_left() == (0, 0)
+    finish(reliability, FAULTS[18], "continue", f"attempt recorded `{rec['status']}: "
+           f"{rec['reason'].split(';')[0]}`; the next attempt found the delay line dead and "
+           f"built the path anew; {stopped_or_continued(camp)}", cfg, camp, before, [(2, 1)])
 
 # -- the process journal, without a testbed ----------------------------------------------------
 def test_process_journal_kills_only_provable_leftovers(tmp_path):

@@ -106,6 +106,8 @@ class PathSession:
                 self.node.remove()
             return None
         key = path_key(path)
+        if self.node.active is not None and self.dead_lines():
+            self.node.remove()  # a delay line died (its attempt failed): build the path anew
         if self.node.active is None or self.node.active.key != key:
             resolved = path.resolved()
             setup = self._setup(path, resolved)
