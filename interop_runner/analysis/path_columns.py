@@ -32,6 +32,8 @@ PATH_COLUMNS: dict[str, tuple[str, str, str]] = {
     "bottleneck_sent_packets": ("Int64", "packets", "packets the bottleneck qdisc sent"),
     "bottleneck_drops": ("Int64", "packets", "packets the bottleneck qdisc dropped"),
     "bottleneck_overlimits": ("Int64", "", "tbf overlimits (packets that had to wait)"),
+    "bottleneck_backlog_peak_bytes": ("Int64", "bytes",
+                                      "largest bottleneck backlog sampled (every 50 ms)"),
     "path_loss_drops": ("Int64", "packets", "packets the random-loss rule dropped"),
     "delayline_received": ("Int64", "packets", "packets the data delay line received"),
     "delayline_delivered": ("Int64", "packets", "packets the data delay line delivered"),
@@ -79,7 +81,7 @@ def _calibration(cal: Any) -> dict[str, Any]:
 def _counters(counters: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     bottleneck = counters.get("bottleneck") or {}
-    for name in ("sent_bytes", "sent_packets", "drops", "overlimits"):
+    for name in ("sent_bytes", "sent_packets", "drops", "overlimits", "backlog_peak_bytes"):
         out[f"bottleneck_{name}"] = bottleneck.get(name)
     out["path_loss_drops"] = counters.get("loss_rule_drops")
     lines = counters.get("delay_lines") or {}

@@ -368,16 +368,16 @@ class Campaign:
         out.mkdir(parents=True)
         record, attempt_run = self._attempt(run, plan, server, client, prepared, out)
         if self._paths is not None and path_run is not None:
-            self._path_record(record, path_run)
+            self._path_record(record, path_run, out)
         self._deferred.submit(lambda: self._store(attempt_run, record, directory, out))
         return record, attempt_run.abort if attempt_run is not None else None
 
-    def _path_record(self, record: RunRecord, path_run: PathRun) -> None:
+    def _path_record(self, record: RunRecord, path_run: PathRun, out: Path) -> None:
         """The path's part of an attempt's record; a delay line that died during the attempt
         fails it (its packets were dropped: the result measured a broken path)."""
         assert self._paths is not None
         dead = self._paths.dead_lines()
-        record.path = self._paths.finish(path_run)
+        record.path = self._paths.finish(path_run, out)
         if dead and record.status == "ok":
             record.status = "failed"
         if dead:

@@ -84,7 +84,7 @@ def _calibrate_all(cfg: CampaignConfig, testbed: TestbedConfig, nodes: list[Node
             key = path_key(vcfg.path)
             if any(c.key == key for c in checks):
                 continue
-            session.activate(vcfg.path.model_copy(update={"calibrate": "warn"}))
+            session.activate(vcfg.path.model_copy(update={"calibrate": "warn"}), observe=False)
             checks.append(PathCheck(variant, key, (doc.paths or {})[key]))
     finally:
         session.close()

@@ -14,11 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from interop_runner.config.campaign import NodeConfig, TestbedConfig
 from interop_runner.config.path import PathConfig, ResolvedPath
 from interop_runner.errors import PathError
+from interop_runner.parsers.tc import parse_qdisc_samples
+from interop_runner.remote.executor import Background
 from interop_runner.storage.campaign_record import CampaignRecord
 from interop_runner.testbed.knobs import Journal
 from interop_runner.testbed.leftovers import path_journal
@@ -71,10 +74,13 @@ def placement_of(testbed: TestbedConfig) -> Placement:
 
 @dataclass
 class PathRun:
-    """The path of one attempt: what it is and its counters before the transfer."""
+    """The path of one attempt: what it is, its counters before the transfer, and what
+    watches its bottleneck meanwhile (files below ``directory`` on the path's node)."""
 
     key: str
     before: dict[str, Any]
+    directory: str
+    observers: list[Background]
 
 
 class PathSession:
@@ -90,7 +96,8 @@ class PathSession:
         self.placement = placement
         self.server, self.client, self.port = server, client, port
         self.doc, self.save = doc, save
-        self._backends: dict[str, str] = {}
+        self._attempts = 0  # attempts observed: each gets its own directory on the node
+        self._observing: list[Background] = []  # the observers of the attempt under way
 
     @property
     def journal(self) -> Journal:
@@ -98,9 +105,10 @@ class PathSession:
         return self.node.journal
 
     # -- around the runs -----------------------------------------------------------------------
-    def activate(self, path: PathConfig | None) -> PathRun | None:
+    def activate(self, path: PathConfig | None, observe: bool = True) -> PathRun | None:
         """Make ``path`` the active one (None: no path) and return its run handle with the
-        counters before the attempt; calibrates a path the campaign has not calibrated."""
+        counters before the attempt and, with ``observe``, the bottleneck's observers
+        started; calibrates a path the campaign has not calibrated."""
         if path is None:
             if self.node.active is not None:
                 self.node.remove()
@@ -113,7 +121,12 @@ class PathSession:
             setup = self._setup(path, resolved)
             self.node.apply(key, setup)
             self._record(key, path, resolved, setup)
-        return PathRun(key, self.node.counters())
+        self._attempts += 1
+        directory = f"{self.node.node.scratch}/path-{self._attempts}"
+        before = self.node.counters()
+        observers = self.node.observe(directory, path.record_packets) if observe else []
+        self._observing = observers
+        return PathRun(key, before, directory, observers)
 
     def _setup(self, path: PathConfig, resolved: ResolvedPath) -> PathSetup:
         backend = self.node.probe_backend(path.backend, resolved.data_delay_line)
@@ -160,18 +173,29 @@ class PathSession:
                                 "(calibrate: warn records this and measures anyway)")
         self.save()
 
-    def finish(self, run: PathRun) -> dict[str, Any]:
-        """The ``path`` of the attempt's record: key, backend, placement, the counters
-        before and after the transfer, and whether each delay line survived it."""
+    def finish(self, run: PathRun, out: Path) -> dict[str, Any]:
+        """The ``path`` of the attempt's record: key, configuration, backend, placement,
+        calibration, the counters over the transfer (with the peak backlog the sampler saw),
+        and whether each delay line survived it. The sampler's file and any captures go to
+        ``out/path/``."""
         active = self.node.active
         assert active is not None
         alive = self.node.lines_alive()
         entry = (self.doc.paths or {}).get(run.key, {})
         after = self.node.counters()
+        self.node.stop_observing(run.observers)
+        self._observing = []
+        files = self.node.node.fetch_dir(run.directory, out / "path")
+        self.node.node.run(["rm", "-rf", "--", run.directory], check=False)
+        counters = attempt_counters(run.before, after, active.setup.bottleneck)
+        if active.setup.bottleneck is not None and "qdisc-samples.txt" in files:
+            counters["bottleneck"].update(backlog_peak(
+                (out / "path" / "qdisc-samples.txt").read_text(),
+                active.setup.bottleneck.split()[-1]))
         return {"key": run.key, "config": entry.get("config"), "resolved": entry.get("resolved"),
                 "backend": active.setup.backend, "placement": self.placement.kind,
                 "node": self.node.node.name, "calibration": _summary(entry.get("calibration")),
-                "counters": attempt_counters(run.before, after, active.setup.bottleneck),
+                "counters": counters, "files": sorted(f"path/{f}" for f in files),
                 "delay_lines_alive": alive}
 
     def dead_lines(self) -> list[str]:
@@ -179,8 +203,20 @@ class PathSession:
         return [d for d, ok in self.node.lines_alive().items() if not ok]
 
     def close(self) -> list[str]:
-        """Remove the active path; the undo lines that failed."""
+        """Stop observers still running (an interrupted attempt) and remove the active path;
+        the undo lines that failed."""
+        if self._observing:
+            self.node.stop_observing(self._observing)
+            self._observing = []
         return self.node.remove()
+
+
+def backlog_peak(samples_text: str, handle: str) -> dict[str, Any]:
+    """The peak backlog of the bottleneck among the sampler's samples, and their number."""
+    samples = parse_qdisc_samples(samples_text, handle)
+    return {"backlog_peak_bytes": max((x.backlog_bytes for x in samples), default=None),
+            "backlog_peak_packets": max((x.backlog_packets for x in samples), default=None),
+            "backlog_samples": len(samples)}
 
 
 def _summary(calibration: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from interop_runner.parsers.common import ParseError, excerpt
 
-__all__ = ["QdiscStats", "parse_tc_qdisc", "tc_rate_bit_s", "tc_size_bytes"]
+__all__ = ["BacklogSample", "QdiscStats", "parse_qdisc_samples", "parse_tc_qdisc", "tc_rate_bit_s",
+           "tc_size_bytes"]
 
 
 @dataclass(slots=True)
@@ -144,3 +145,45 @@ def parse_tc_qdisc(text: str) -> list[QdiscStats]:
             raise ParseError("empty tc output")
         raise ParseError(f"no qdisc in tc output ({excerpt(text)!r})")
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogSample:
+    """One sample of a qdisc's queue: when (s since the epoch, on the node), bytes and
+    packets waiting, and its drop counter so far."""
+
+    time_s: float
+    backlog_bytes: int
+    backlog_packets: int
+    drops: int
+
+
+def parse_qdisc_samples(text: str, handle: str) -> list[BacklogSample]:
+    """The path sampler's file: a line ``$EPOCHREALTIME`` before each ``tc -s -j qdisc show``
+    JSON array; the samples of the qdisc ``handle`` (``"1:"``). A sample cut off by the
+    sampler's stop is skipped."""
+    import json  # only this reader needs it
+
+    samples: list[BacklogSample] = []
+    stamp: float | None = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line[0] != "[":
+            try:
+                stamp = float(line)
+            except ValueError:
+                stamp = None
+            continue
+        try:
+            qdiscs = json.loads(line)
+        except ValueError:
+            continue
+        if stamp is None or not isinstance(qdiscs, list):
+            continue
+        for q in qdiscs:
+            if isinstance(q, dict) and q.get("handle") == handle:
+                samples.append(BacklogSample(stamp, int(q.get("backlog", 0)),
+                                             int(q.get("qlen", 0)), int(q.get("drops", 0))))
+    return samples

@@ -33,6 +33,11 @@ READY_TIMEOUT_S = 10.0
 # the netem probe: on lo of a throw-away network namespace, nothing real is touched
 _NETEM_PROBE = ["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay",
                 "1ms"]
+# the bottleneck's qdisc every $1 s: one line "$EPOCHREALTIME" then its `tc -s -j` JSON (bash:
+# no fork for the clock, `read -t` on an idle pipe as the sleep)
+_SAMPLER = ('exec 3<> <(:); while :; do echo "$EPOCHREALTIME"; tc -s -j qdisc show dev "$0"; '
+            'read -r -t "$1" -u 3 || :; done')
+SAMPLE_INTERVAL_S = 0.05
 _NFQUEUE_PROBE = ["unshare", "-n", "iptables", "-w", "-A", "OUTPUT", "-j", "NFQUEUE",
                   "--queue-num", "0"]
 # wait until a file has a line starting with $1 (the delay line's "ready"), at most $2 s
@@ -172,6 +177,35 @@ class PathNode:
         return failed
 
     # -- observing -----------------------------------------------------------------------------
+    def observe(self, directory: str, captures: bool) -> list[Background]:
+        """Start what watches the bottleneck during one attempt, writing below ``directory``
+        on the node: the qdisc sampler (``qdisc-samples.txt``) and, with ``captures``,
+        tcpdump on both sides of the router's queue (``bottleneck-in.pcap``: the data
+        direction arriving, ``bottleneck-out.pcap``: leaving after the queue)."""
+        self._run(["mkdir", "-p", directory])
+        ex = self.node.executor
+        procs = [ex.start(["bash", "-c", _SAMPLER, self.placement.data_if,
+                           str(SAMPLE_INTERVAL_S)], stdout=f"{directory}/qdisc-samples.txt",
+                          stderr=f"{directory}/qdisc-samples.err")]
+        if captures and self.placement.kind == "router":
+            for name, dev, way in (("in", self.placement.reverse_if, "in"),
+                                   ("out", self.placement.data_if, "out")):
+                procs.append(ex.start(
+                    ["tcpdump", "-i", dev, "-Q", way, "-s", "128", "-n", "-U",
+                     "--time-stamp-precision", "nano", "-w",
+                     f"{directory}/bottleneck-{name}.pcap"],
+                    stdout=f"{directory}/tcpdump-{name}.out",
+                    stderr=f"{directory}/tcpdump-{name}.err"))
+            for name in ("in", "out"):  # tcpdump says "listening on" once it captures
+                self._run(["sh", "-c", _WAIT_READY, f"{directory}/tcpdump-{name}.err",
+                           "tcpdump: listening", str(int(READY_TIMEOUT_S))],
+                          timeout=READY_TIMEOUT_S + 10)
+        return procs
+
+    def stop_observing(self, procs: list[Background]) -> None:
+        """Stop the attempt's sampler and captures (tcpdump flushes on TERM)."""
+        self.node.executor.stop_many(procs, grace=5)
+
     def lines_alive(self) -> dict[str, bool]:
         """Whether each delay line of the active path still runs, by direction."""
         if self.active is None:
