@@ -20,6 +20,7 @@ from interop_runner.config.campaign import (
     variant_configs,
 )
 from interop_runner.config.knobs import cpu_ranges, format_cpu_ranges, format_cpulist, parse_cpulist
+from interop_runner.config.path import PathConfig
 from interop_runner.config.sweep import Variant
 from interop_runner.errors import ConnectError, NodeBusy, PreflightError, TestbedUnreachable
 
@@ -141,27 +142,35 @@ def check_knobs_on_testbed(cfg: CampaignConfig, local: bool,
 
 def probe_nodes(testbeds: list[TestbedConfig], cfg: CampaignConfig, timeout: float
                 ) -> dict[str, list[dict[str, str]]]:
-    """Connect to every node a campaign measures on (server and client; a router between
-    them is not used by a campaign) before a campaign directory exists, so an unreachable
+    """Connect to every node a campaign measures on (server and client, and the router of a
+    campaign with an emulated path) before a campaign directory exists, so an unreachable
     host, a wrong host key, a node another runner is using (its lease) or a knob the node
     cannot have (CPUs it lacks, from its host facts) is a one-line error that leaves nothing
     behind. Returns the host keys accepted on first use, per testbed, for campaign.json."""
     trusted: dict[str, list[dict[str, str]]] = {}
     facts: list[tuple[str, str, dict[str, Any]]] = []
+    paths = [v.path for _, v in variant_configs(cfg) if v.path is not None]
     for testbed in testbeds:
-        for name, node_cfg in testbed.endpoint_nodes():
-            keys, node_facts = _probe_node(testbed, name, node_cfg, timeout)
+        router = testbed.router() if paths else None
+        host = router[0] if router else testbed.node("server")[0]
+        for name, node_cfg in [*testbed.endpoint_nodes(), *([router] if router else [])]:
+            keys, node_facts = _probe_node(testbed, name, node_cfg, timeout,
+                                           paths if name == host else None)
             trusted.setdefault(testbed.name, []).extend(keys)
-            facts.append((name, node_cfg.role, node_facts))
+            if node_cfg.role != "router":
+                facts.append((name, node_cfg.role, node_facts))
     check_knobs_on_nodes(cfg, facts)
     return trusted
 
 
-def _probe_node(testbed: TestbedConfig, name: str, node_cfg: NodeConfig, timeout: float
+def _probe_node(testbed: TestbedConfig, name: str, node_cfg: NodeConfig, timeout: float,
+                paths: list[PathConfig] | None = None
                 ) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """(host keys trusted on first use, host facts) of one node; NodeBusy when another
-    runner holds its lease."""
+    runner holds its lease; with ``paths`` (the node builds them): PathError when it lacks
+    a backend one of them asks for."""
     from interop_runner.testbed.node import Node
+    from interop_runner.testbed.path.node import probe_backend
 
     try:
         node = Node.connect(name, node_cfg, "probe", timeout)
@@ -172,6 +181,8 @@ def _probe_node(testbed: TestbedConfig, name: str, node_cfg: NodeConfig, timeout
         if busy:
             raise NodeBusy(f"testbed {testbed.name}: {name}: {node_cfg.workdir} is in use by "
                            f"{busy}; wait for it to finish or stop it first")
+        for path in paths or []:
+            probe_backend(node, path.backend, path.resolved().data_delay_line)
         return list(node.trusted_host_keys), node.collect_facts()
     finally:
         node.close()

@@ -92,22 +92,8 @@ class PathNode:
 
     # -- backend -------------------------------------------------------------------------------
     def probe_backend(self, wanted: str, needs_delay_line: bool) -> Backend:
-        """The backend to use: ``wanted`` if the node has it (else PathError naming what is
-        missing), or for ``auto`` netem where the kernel has it and the path needs no delay
-        line, else nfqueue."""
-        netem = wanted in ("auto", "netem") and self._probe(_NETEM_PROBE)
-        if wanted == "netem" and not netem:
-            raise PathError(f"{self.node.name}: backend netem: this kernel has no netem "
-                            "(use backend: nfqueue or auto)")
-        if netem and not needs_delay_line:
-            return "netem"
-        if not self._probe(_NFQUEUE_PROBE):
-            raise PathError(f"{self.node.name}: backend nfqueue: iptables has no NFQUEUE "
-                            "target here (xt_NFQUEUE)")
-        return "nfqueue"
-
-    def _probe(self, argv: list[str]) -> bool:
-        return self.node.run(argv, timeout=30, check=False).ok
+        """The backend this node uses for a path (:func:`probe_backend`)."""
+        return probe_backend(self.node, wanted, needs_delay_line)
 
     def delay_line(self) -> str:
         """The delay line's binary on the node, compiled there from ``delayline.c`` when its
@@ -244,3 +230,22 @@ class PathNode:
                 except ValueError:
                     by_file[name] = None
         return {line.spec.direction: by_file.get(line.stats) for line in lines}
+
+
+def probe_backend(node: Node, wanted: str, needs_delay_line: bool) -> Backend:
+    """The backend to use on ``node``: ``wanted`` if the node has it (else PathError naming
+    what is missing), or for ``auto`` netem where the kernel has it and the path needs no
+    delay line, else nfqueue. Probed in throw-away network namespaces (``unshare -n``)."""
+    def has(argv: list[str]) -> bool:
+        return node.run(argv, timeout=30, check=False).ok
+
+    netem = wanted in ("auto", "netem") and has(_NETEM_PROBE)
+    if wanted == "netem" and not netem:
+        raise PathError(f"{node.name}: path.backend netem: this kernel has no netem (use "
+                        "backend: nfqueue or auto)")
+    if netem and not needs_delay_line:
+        return "netem"
+    if not has(_NFQUEUE_PROBE):
+        raise PathError(f"{node.name}: path.backend nfqueue: iptables has no NFQUEUE target "
+                        "here (xt_NFQUEUE)")
+    return "nfqueue"
