@@ -77,7 +77,10 @@ def test_corpus_is_complete() -> None:
                  "size-zero", "size-negative", "size-parsecs", "size-huge", "unknown-impl-server",
                  "undeclared-param", "testbed-missing", "tb-missing-key-file",
                  "tb-duplicate-roles", "name-traversal", "duplicate-key", "tb-duplicate-node",
-                 "binary", "tb-dotdot-workdir", "param-nul"):
+                 "binary", "tb-dotdot-workdir", "param-nul", "tb-two-routers",
+                 "tb-router-no-server-iface", "tb-server-iface-on-server",
+                 "tb-via-router-on-router", "tb-via-router-one-endpoint",
+                 "tb-via-router-no-router"):
         assert must in names
     assert all(p.name in {c.name for c in CASES} for p in (BAD / s for s in SAMPLE))
     # every broken testbed is used by a tb-<name>.yml campaign

@@ -127,6 +127,89 @@ def test_testbed_validation(tmp_path):
                for ln in info.value.lines)
 
 
+ROUTER_TESTBED = TESTBED_FILE.parent / "example-router.yml"
+LOCAL_B = TESTBED_FILE.parent / "local-b.yml"
+SECOND_ROUTER = """  router2:
+    role: router
+    ssh: {host: router2.example.net}
+    interface: eth1
+    ip: 10.0.3.254
+    server_interface: eth0
+    workdir: /var/tmp/qir/router2
+    tmpdir: /dev/shm/qir/router2
+"""
+SERVER_VIA = "    via_router: {interface: path0, ip: 10.0.1.1}\n"
+CLIENT_VIA = "    via_router: {interface: path0, ip: 10.0.2.1}\n"
+
+
+def with_via(text: str, server: bool = True, client: bool = True) -> str:
+    """The example with via_router on the endpoints (as the local testbed has it)."""
+    if server:
+        text = text.replace("    workdir: /var/tmp/qir/server\n",
+                            SERVER_VIA + "    workdir: /var/tmp/qir/server\n")
+    if client:
+        text = text.replace("    workdir: /var/tmp/qir/client\n",
+                            CLIENT_VIA + "    workdir: /var/tmp/qir/client\n")
+    return text
+
+
+def test_router_node(tmp_path):
+    tb = load_testbed(ROUTER_TESTBED)
+    name, router = tb.router()
+    assert name == "router" and tb.node("router") == (name, router)
+    assert (router.interface, router.ip, router.server_interface) == (
+        "enp65s0f1np1", "10.0.2.254", "enp65s0f0np0")
+    assert [n for n, _ in tb.endpoint_nodes()] == ["server", "client"]
+    server, client = (node for _, node in tb.endpoint_nodes())
+    # without via_router, `interface`/`ip` already go through the router (real testbeds)
+    assert server.via_router is None and server.server_interface is None
+    assert (server.through_router().interface, server.through_router().ip) == (
+        "enp65s0f0np0", "10.0.1.1")
+    # with it, `interface`/`ip` are a direct link and via_router the path (local testbed)
+    via = load_testbed(write(tmp_path / "tb.yml", with_via(ROUTER_TESTBED.read_text())))
+    client = via.node("client")[1]
+    assert client.through_router() == client.via_router
+    assert (client.via_router.interface, client.via_router.ip) == ("path0", "10.0.2.1")
+    # a testbed without a router: server and client only, as before
+    direct = load_testbed(LOCAL_B)
+    assert direct.router() is None and len(direct.endpoint_nodes()) == 2
+    with pytest.raises(KeyError, match="no node with role router"):
+        direct.node("router")
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda t: t + SECOND_ROUTER,
+     "nodes: at most one node may have role router (got router, router2)"),
+    (lambda t: t.replace("    server_interface: enp65s0f0np0", "    #"),
+     "nodes.router.server_interface: required for a node with role router (its interface "
+     "towards the server)"),
+    (lambda t: t.replace("    workdir: /var/tmp/qir/server\n", "    server_interface: eth1\n"
+                         "    workdir: /var/tmp/qir/server\n"),
+     "nodes.server.server_interface: only a router has one (this node's role is server)"),
+    (lambda t: with_via(t).replace("    workdir: /var/tmp/qir/router", "    via_router: {"
+                                   "interface: x, ip: 10.0.9.1}\n    workdir: /var/tmp/qir/router"),
+     "nodes.router.via_router: only an endpoint (server, client) has one: a router's "
+     "`interface` and `ip` are already on the path"),
+    (lambda t: with_via(t, client=False),
+     "nodes: server has via_router but client has not (give both endpoints their address "
+     "through the router, or neither)"),
+    (lambda t: with_via(t).split("  router:\n")[0],
+     "nodes: via_router (on server, client) needs a node with role router"),
+    (lambda t: with_via(t).replace("ip: 10.0.1.1}", "ip: 10.0.1}"),
+     "nodes.server.via_router.ip: '10.0.1' does not appear to be an IPv4 or IPv6 address"),
+    (lambda t: t.replace("tmpdir: /dev/shm/qir/router", "tmpdir: /dev/shm/qir/client/r"),
+     "(top level): nodes must not share directories (/dev/shm/qir/client and "
+     "/dev/shm/qir/client/r overlap)"),
+], ids=["two-routers", "router-without-server-interface", "server-interface-on-server",
+        "via-router-on-router", "via-router-on-one-endpoint", "via-router-without-router",
+        "via-router-bad-ip", "router-shares-a-directory"])
+def test_router_errors_name_the_key(tmp_path, change, expected):
+    path = write(tmp_path / "tb.yml", change(ROUTER_TESTBED.read_text()))
+    with pytest.raises(ConfigError) as info:
+        load_testbed(path)
+    assert info.value.lines == [f"{path}: {expected}"]
+
+
 def test_jump_host_parses(tmp_path):
     text = TESTBED_FILE.read_text().replace(
         "user: root, key:", "user: root, jump: {host: bastion.example, user: me}, key:", 1)
@@ -146,7 +229,8 @@ def test_cli_validate_exit_codes(campaign_file, capsys):
 
 SHIPPED = ["ab.yml", "buffers.yml", "crypto.yml", "hardware.yml", "interop.yml", "local.yml",
            "offload.yml", "pinning.yml", "profile.yml"]
-SHIPPED_TESTBEDS = ["example-baremetal.yml", "local-b.yml", "local.yml"]
+SHIPPED_TESTBEDS = ["example-baremetal.yml", "example-router.yml", "local-b.yml",
+                    "local.yml"]
 
 
 def test_shipped_configs_validate():
@@ -161,4 +245,5 @@ def test_shipped_configs_validate():
     testbeds = sorted((root / "testbeds").glob("*.yml"))
     assert set(SHIPPED_TESTBEDS) <= {p.name for p in testbeds}, testbeds
     for path in testbeds:
-        assert {n.role for n in load_testbed(path).nodes.values()} == {"server", "client"}, path
+        roles = sorted(n.role for n in load_testbed(path).nodes.values())
+        assert roles in (["client", "server"], ["client", "router", "server"]), path

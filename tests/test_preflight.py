@@ -151,3 +151,25 @@ def test_run_refuses_a_pin_the_nodes_do_not_have(tmp_path, local_testbed):
     assert proc.stderr.splitlines() == [f"error: server: {problem}; client: {problem}"]
     assert not results.exists() or not list(results.iterdir())  # nothing written
     assert_nodes_clean(local_testbed)
+
+
+def test_probe_connects_to_the_endpoints_only(config, facts, monkeypatch):
+    """A campaign measures on server and client: a router in the testbed file is not
+    probed (nor its lease taken), so a campaign without a path runs as before."""
+    from interop_runner.config.campaign import load_testbed
+    from interop_runner.measure import preflight
+
+    from .conftest import TESTBED_FILE
+
+    testbed = load_testbed(TESTBED_FILE.parent / "example-router.yml")
+    assert testbed.router() is not None
+    probed: list[str] = []
+
+    def probe(testbed: Any, name: str, node_cfg: Any, timeout: float) -> tuple[list[Any],
+                                                                                dict[str, Any]]:
+        probed.append(name)
+        return [], facts
+
+    monkeypatch.setattr(preflight, "_probe_node", probe)
+    assert preflight.probe_nodes([testbed], config(""), 5.0) == {"example-router": []}
+    assert probed == ["server", "client"]

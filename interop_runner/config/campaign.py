@@ -10,10 +10,19 @@ import ipaddress
 import re
 import shlex
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from interop_runner.config.implementations import (
     ImplementationMeta,
@@ -54,25 +63,46 @@ class SSHConfig(_Strict):
     trust_on_first_use: bool = False
 
 
-class NodeConfig(_Strict):
-    """One measurement node."""
+def _ip_address(value: str) -> str:
+    ipaddress.ip_address(value)
+    return value
 
-    role: Literal["server", "client"]
-    ssh: SSHConfig
+
+IPText = Annotated[str, AfterValidator(_ip_address)]  # an IP address, kept as written
+
+
+class RoutedAddress(_Strict):
+    """An endpoint's interface and address on the path through the router."""
+
     interface: str
-    ip: str
+    ip: IPText
+
+
+ENDPOINT_ROLES = ("server", "client")
+
+
+class NodeConfig(_Strict):
+    """One node: a measurement endpoint (server, client) or the router between them."""
+
+    role: Literal["server", "client", "router"]
+    ssh: SSHConfig
+    # an endpoint's data-plane interface and address; a router's interface towards the client
+    # (the data direction's egress, where a bottleneck goes) and its address there
+    interface: str
+    ip: IPText
     workdir: str
     tmpdir: str = "/dev/shm/qir"
     # the node's Docker Engine, as the node's own docker CLI addresses it (``docker -H``); the
     # management node reaches it through the node's SSH connection (``docker system
     # dial-stdio``), never through an open port. The local testbed gives each node its own.
     docker_host: str = Field("unix:///var/run/docker.sock", pattern=r"^(unix|tcp|ssh|fd)://\S+$")
-
-    @field_validator("ip")
-    @classmethod
-    def _ip(cls, value: str) -> str:
-        ipaddress.ip_address(value)
-        return value
+    # a router only (required there): its interface towards the server (the reverse
+    # direction's egress)
+    server_interface: str | None = Field(None, validate_default=True)
+    # an endpoint only: its interface and address on the path through the router, where
+    # `interface`/`ip` are a direct link that bypasses the router (the local testbed); without
+    # it, on a testbed with a router, `interface`/`ip` already go through the router
+    via_router: RoutedAddress | None = Field(None, validate_default=True)
 
     @field_validator("workdir", "tmpdir")
     @classmethod
@@ -84,9 +114,34 @@ class NodeConfig(_Strict):
             raise ValueError(f"must not contain '..', got {value!r}")
         return str(path)
 
+    @field_validator("server_interface")
+    @classmethod
+    def _server_interface(cls, value: str | None, info: ValidationInfo) -> str | None:
+        role = info.data.get("role")  # absent when the role itself was invalid
+        if role == "router" and value is None:
+            raise ValueError("required for a node with role router (its interface towards "
+                             "the server)")
+        if role in ENDPOINT_ROLES and value is not None:
+            raise ValueError(f"only a router has one (this node's role is {role})")
+        return value
+
+    @field_validator("via_router")
+    @classmethod
+    def _via_router(cls, value: RoutedAddress | None,
+                    info: ValidationInfo) -> RoutedAddress | None:
+        if info.data.get("role") == "router" and value is not None:
+            raise ValueError("only an endpoint (server, client) has one: a router's "
+                             "`interface` and `ip` are already on the path")
+        return value
+
+    def through_router(self) -> RoutedAddress:
+        """The endpoint's interface and address on the path through the router
+        (``via_router``, else its own ``interface`` and ``ip``)."""
+        return self.via_router or RoutedAddress(interface=self.interface, ip=self.ip)
+
 
 class TestbedConfig(_Strict):
-    """A testbed file: the nodes of one host pair."""
+    """A testbed file: the nodes of one host pair, and at most one router between them."""
 
     name: str
     local: bool = False
@@ -98,10 +153,28 @@ class TestbedConfig(_Strict):
     @field_validator("nodes")
     @classmethod
     def _roles(cls, nodes: dict[str, NodeConfig]) -> dict[str, NodeConfig]:
-        roles = sorted(n.role for n in nodes.values())
+        roles = sorted(n.role for n in nodes.values() if n.role != "router")
         if roles != ["client", "server"]:
             raise ValueError("needs exactly one node with role server and one with role client "
                              f"(got {', '.join(roles) or 'no node'})")
+        routers = [k for k, n in nodes.items() if n.role == "router"]
+        if len(routers) > 1:
+            raise ValueError(f"at most one node may have role router (got {', '.join(routers)})")
+        return nodes
+
+    @field_validator("nodes")
+    @classmethod
+    def _via_router(cls, nodes: dict[str, NodeConfig]) -> dict[str, NodeConfig]:
+        endpoints = [(k, n) for k, n in nodes.items() if n.role in ENDPOINT_ROLES]
+        have = [k for k, n in endpoints if n.via_router is not None]
+        if not have:
+            return nodes
+        lack = [k for k, n in endpoints if n.via_router is None]
+        if lack:
+            raise ValueError(f"{have[0]} has via_router but {lack[0]} has not (give both "
+                             "endpoints their address through the router, or neither)")
+        if not any(n.role == "router" for n in nodes.values()):
+            raise ValueError(f"via_router (on {', '.join(have)}) needs a node with role router")
         return nodes
 
     @model_validator(mode="after")
@@ -114,8 +187,20 @@ class TestbedConfig(_Strict):
         return self
 
     def node(self, role: str) -> tuple[str, NodeConfig]:
-        """The (name, node) with the given role."""
-        return next((k, n) for k, n in self.nodes.items() if n.role == role)
+        """The (name, node) with the given role (KeyError: the testbed has none)."""
+        found = next(((k, n) for k, n in self.nodes.items() if n.role == role), None)
+        if found is None:
+            raise KeyError(f"testbed {self.name} has no node with role {role}")
+        return found
+
+    def router(self) -> tuple[str, NodeConfig] | None:
+        """The (name, node) of the router, or None when server and client are linked
+        directly."""
+        return next(((k, n) for k, n in self.nodes.items() if n.role == "router"), None)
+
+    def endpoint_nodes(self) -> list[tuple[str, NodeConfig]]:
+        """(name, node) of the server, then the client: the nodes a campaign measures on."""
+        return [self.node(role) for role in ENDPOINT_ROLES]
 
 
 # -------------------------------------------------------------------------- campaign file ----

@@ -141,14 +141,15 @@ def check_knobs_on_testbed(cfg: CampaignConfig, local: bool,
 
 def probe_nodes(testbeds: list[TestbedConfig], cfg: CampaignConfig, timeout: float
                 ) -> dict[str, list[dict[str, str]]]:
-    """Connect to every node before a campaign directory exists, so an unreachable host, a
-    wrong host key, a node another runner is using (its lease) or a knob the node cannot have
-    (CPUs it lacks, from its host facts) is a one-line error that leaves nothing behind.
-    Returns the host keys accepted on first use, per testbed, for campaign.json."""
+    """Connect to every node a campaign measures on (server and client; a router between
+    them is not used by a campaign) before a campaign directory exists, so an unreachable
+    host, a wrong host key, a node another runner is using (its lease) or a knob the node
+    cannot have (CPUs it lacks, from its host facts) is a one-line error that leaves nothing
+    behind. Returns the host keys accepted on first use, per testbed, for campaign.json."""
     trusted: dict[str, list[dict[str, str]]] = {}
     facts: list[tuple[str, str, dict[str, Any]]] = []
     for testbed in testbeds:
-        for name, node_cfg in testbed.nodes.items():
+        for name, node_cfg in testbed.endpoint_nodes():
             keys, node_facts = _probe_node(testbed, name, node_cfg, timeout)
             trusted.setdefault(testbed.name, []).extend(keys)
             facts.append((name, node_cfg.role, node_facts))

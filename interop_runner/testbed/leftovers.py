@@ -36,7 +36,8 @@ def node_knobs(node: Node, testbed: TestbedConfig) -> NodeKnobs:
 
 
 def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, Restored]:
-    """Undo what killed runs left on the nodes: node -> what was done there.
+    """Undo what killed runs left on the nodes (server, client and the router when the
+    testbed has one): node -> what was done there.
 
     Kills the process groups a killed runner left running (the node's process journal),
     then replays the knob journals. Takes each node's lease first, so a campaign still
@@ -45,13 +46,15 @@ def restore_testbed(testbed: TestbedConfig, timeout: float = 60.0) -> dict[str, 
     """
     out: dict[str, Restored] = {}
     nodes: list[Node] = []
+    router = testbed.router()
     try:
-        for role in ("server", "client"):
-            name, cfg = testbed.node(role)
+        for name, cfg in testbed.endpoint_nodes() + ([router] if router else []):
             nodes.append(Node.connect(name, cfg, "restore", timeout))
             nodes[-1].take_lease(wait=0)
         for node in nodes:
-            killed = node.reap_leftovers() + reap_containers(node)
+            killed = node.reap_leftovers()
+            if node.cfg.role != "router":  # a router runs no containers (and may have no engine)
+                killed += reap_containers(node)
             nk = node_knobs(node, testbed)
             pending = nk.journal.pending() or nk.sysctl.pending()
             if killed or pending:
