@@ -43,16 +43,17 @@ def node_network_state() -> dict[str, str]:
 
 
 def engines() -> list[Engine]:
+    """The engines of server and client (the router has none: it runs no containers)."""
     testbed = load_testbed(TESTBED_FILE)
     return [Engine(name, LocalExecutor(name), node.docker_host)
-            for name, node in testbed.nodes.items()]
+            for name, node in testbed.endpoint_nodes()]
 
 
 def our_containers() -> list[str]:
     """Containers of the testbed's node directories on their engines, running or not."""
     testbed = load_testbed(TESTBED_FILE)
     out = []
-    for engine, node in zip(engines(), testbed.nodes.values()):
+    for engine, (_, node) in zip(engines(), testbed.endpoint_nodes()):
         out += [c["Id"] for c in engine.labelled({LABEL_WORKDIR: node.workdir})]
     return out
 

@@ -23,7 +23,7 @@ from interop_runner.remote.executor import LocalExecutor
 from interop_runner.testbed import local
 from interop_runner.testbed.local import DEFAULT_LAYOUT as LAYOUT
 from interop_runner.testbed.local import (
-    NODES,
+    ROUTER,
     LocalTestbed,
     NodeSpec,
     engine_start,
@@ -48,6 +48,7 @@ if not BUSYBOX.is_file():
                 allow_module_level=True)
 
 LOCAL = LocalExecutor("test")
+NODES = LAYOUT.engine_nodes  # server and client: the router has no engine
 IMAGE = "qir-test/busybox:1"
 APPLETS = ("sh", "cat", "ip", "ls", "sleep")
 HOST_SOCKET = Path("/var/run/docker.sock")
@@ -193,6 +194,10 @@ def test_engine_runs_in_each_node(up: local.TestbedStatus,
     # The two engines are distinct, and the host's own engine is as it was.
     assert len({up.nodes[n.name].engine.pid for n in NODES}) == 2
     assert host_engine() == host_before
+    # The router has none: no socket, no run directory, and the table says so.
+    assert up.nodes[ROUTER.name].engine is None
+    assert not LAYOUT.engine(ROUTER).socket.exists() and not LAYOUT.engine(ROUTER).run_dir.exists()
+    assert up.render().splitlines()[-1].split()[-1] == "none"
     assert "docker" in up.render().splitlines()[1]
 
 
@@ -224,7 +229,7 @@ def test_host_network_container_sees_the_node_interfaces(up: local.TestbedStatus
     for node in NODES:
         ensure_image(node, image_tar)
         expected = link_names(run("ip", "-n", node.namespace, "-o", "link"))
-        assert expected == {"lo", "mgmt0", "data0"}
+        assert expected == {"lo", "mgmt0", "data0", "path0"}
         seen = docker(node, "run", "--rm", "--network", "host", IMAGE, "ip", "-o", "link")
         assert link_names(seen) == expected, node.name
         dev = docker(node, "run", "--rm", "--network", "host", IMAGE, "cat", "/proc/net/dev")
@@ -290,7 +295,8 @@ def test_down_leaves_nothing_and_purge_removes_the_cache(
                for n in NODES)  # the cache survives down
     assert host_engine() == host_before
     st = testbed.status()
-    assert all(n.engine.state == engines.NOT_RUNNING for n in st.nodes.values())
+    assert all(st.nodes[n.name].engine.state == engines.NOT_RUNNING for n in NODES)
+    assert st.nodes[ROUTER.name].engine is None
 
     testbed.up()  # the image is still there after down + up
     for node in NODES:
@@ -312,7 +318,7 @@ def test_without_docker_up_works_and_status_says_unavailable(
     monkeypatch.setattr(HOST, "find_engine_tool", lambda n: None if n == "dockerd" else real(n))
     st = local.up()
     assert st.healthy, st.render()
-    assert all(n.engine.state == engines.UNAVAILABLE for n in st.nodes.values())
+    assert all(st.nodes[n.name].engine.state == engines.UNAVAILABLE for n in NODES)
     lines = [ln for ln in st.render().splitlines() if "unavailable" in ln]
     assert lines == ["  containers: unavailable (dockerd not installed (install docker.io, "
                      "see pos_scripts/install.sh))"]
@@ -320,7 +326,7 @@ def test_without_docker_up_works_and_status_says_unavailable(
     assert not LAYOUT.docker_run_root.exists()
     monkeypatch.undo()
     st = local.up()  # installed again: the engines start
-    assert st.healthy and all(n.engine.running for n in st.nodes.values()), st.render()
+    assert st.healthy and all(st.nodes[n.name].engine.running for n in NODES), st.render()
 
 
 def test_down_after_the_engine_crashed(up: local.TestbedStatus, image_tar: Path) -> None:

@@ -23,6 +23,7 @@ from interop_runner.testbed import local
 from interop_runner.testbed.local import (
     CLIENT,
     NODES,
+    ROUTER,
     SERVER,
     LocalTestbed,
     NodeSpec,
@@ -33,6 +34,7 @@ from interop_runner.testbed.local import (
     keys,
     links,
     processes,
+    routes,
     scratch,
     sshd,
 )
@@ -148,11 +150,13 @@ def test_up_is_healthy(testbed: local.TestbedStatus) -> None:
     for node in NODES:
         ns = st.nodes[node.name]
         assert (ns.namespace_exists, ns.lo_up, ns.mgmt_link_up, ns.data_link_up,
-                ns.sshd_running, ns.ssh_reachable) == (True,) * 6
+                ns.path_link_up, ns.sshd_running, ns.ssh_reachable) == (True,) * 7
+        assert ns.routing == ()
         assert ns.sshd_pid == int(node.pid_file.read_text())
+    assert st.nodes["router"].engine is None  # the router has no engine, and is healthy
     text = st.render()
     assert text.splitlines()[0].startswith("local testbed: healthy")
-    assert "qir-server" in text and "qir-client" in text
+    assert "qir-server" in text and "qir-client" in text and "qir-router" in text
 
     # State files: modes for StrictModes, known_hosts from the generated host keys.
     assert LAYOUT.state_dir.stat().st_mode & 0o777 == 0o700
@@ -175,28 +179,35 @@ def test_testbed_file_matches_constants() -> None:
     yaml = pytest.importorskip("yaml")
     data = yaml.safe_load(local.TESTBED_FILE.read_text())
     assert data["name"] == local.TESTBED_NAME and data["local"] is True
+    assert set(data["nodes"]) == {node.name for node in NODES}
     for node in NODES:
         entry = data["nodes"][node.name]
         assert entry["role"] == node.role
         assert entry["ssh"] == {"host": node.mgmt_ip, "port": 22, "user": "root",
                                 "key": str(LAYOUT.mgmt_key),
                                 "known_hosts": str(LAYOUT.known_hosts)}
-        assert (entry["interface"], entry["ip"]) == (local.DATA_IF, node.data_ip)
         assert (entry["workdir"], entry["tmpdir"]) == (node.workdir, node.tmpdir)
-        assert entry["docker_host"] == local.docker_host(node.name)
+        if node.engine:  # an endpoint (the router's interfaces: test_testbed_local_layout)
+            assert (entry["interface"], entry["ip"]) == (local.DATA_IF, node.data_ip)
+            assert entry["docker_host"] == local.docker_host(node.name)
 
 
 @pytest.mark.parametrize("node", NODES, ids=lambda n: n.name)
 def test_ssh_runs_in_node_namespace(connect: Connect, node: NodeSpec) -> None:
     ex = connect(node)
-    fields = ex.run(["ip", "-4", "-br", "addr", "show", "data0"], timeout=10).stdout.split()
-    assert fields[0].split("@")[0] == "data0"
-    assert fields[1] == "UP"
-    assert fields[2:] == [node.data_cidr]
+    own = [(ifname, cidr) for ns, ifname, cidr in LAYOUT.interfaces(node)
+           if ns == node.namespace and cidr is not None]
+    for ifname, cidr in own:  # mgmt0, and data0 and path0 or the router's srv0 and cli0
+        fields = ex.run(["ip", "-4", "-br", "addr", "show", ifname],
+                        timeout=10).stdout.split()
+        assert fields[0].split("@")[0] == ifname
+        assert fields[1] == "UP"
+        assert fields[2:] == [cidr]
     assert ex.run(["ip", "netns", "identify"], timeout=10).stdout.strip() == node.namespace
     devs = {line.split(":")[0].strip()
             for line in ex.run(["cat", "/proc/self/net/dev"], timeout=10).stdout.splitlines()[2:]}
-    assert devs == {"lo", "mgmt0", "data0"}
+    assert devs == {"lo", *(ifname for ifname, _ in own)}
+    assert devs >= ({"data0", "path0"} if node.engine else {"srv0", "cli0"})
     # SFTP (internal-sftp subsystem) works too.
     ex.write_text(f"/dev/shm/qir-test-{node.name}", node.namespace)
     assert ex.read_text(f"/dev/shm/qir-test-{node.name}") == node.namespace
@@ -261,12 +272,13 @@ def test_host_key_checking(connect: Connect, tmp_path: Path) -> None:
 
 def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a healthy testbed up() only inspects: the three `ip addr show` calls of status()
-    and no repair step; the engines are checked without running a command (pid files,
-    /proc and one `_ping` on each socket). What it runs is asserted, not how long it takes."""
+    """On a healthy testbed up() only inspects: the `ip addr show` calls of status(), the
+    endpoints' routes, the router's forwarding and offloads, and no repair step; the engines
+    are checked without running a command (pid files, /proc and one `_ping` on each socket).
+    What it runs is asserted, not how long it takes."""
     before = local.status()
     pids = {n.name: before.nodes[n.name].sshd_pid for n in NODES}
-    engine_pids = {n.name: before.nodes[n.name].engine.pid for n in NODES}
+    engine_pids = {n.name: before.nodes[n.name].engine.pid for n in LAYOUT.engine_nodes}
     local.up()  # warm
     ran: list[list[str]] = []
     testbed_host = local.TESTBED.host
@@ -285,7 +297,7 @@ def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
     steps = [(sshd, "check_root_account"), (keys, "ensure_state"),
              (links, "ensure_namespaces"), (links, "ensure_links"), (sshd, "ensure_sshd"),
              (sshd, "wait_for_ssh"), (sshd, "stop_sshd"), (local.TESTBED, "_repair"),
-             (local.TESTBED, "_ensure_engines"), (engine_start, "ensure"),
+             (local.TESTBED, "_ensure_engines"), (engine_start, "ensure"), (routes, "ensure"),
              (engine_start, "start"), (engine_stop, "stop"), (engine_start, "wait_ready")]
     for owner, name in steps:
         monkeypatch.setattr(owner, name, forbidden(name))
@@ -294,10 +306,17 @@ def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
     assert st.healthy
     ip = testbed_host.tool("ip")
     assert ran == [[ip, "-j", "-d", "addr", "show"],
-                   *([ip, "-n", n.namespace, "-j", "-d", "addr", "show"] for n in NODES)], ran
+                   *([ip, "-n", n.namespace, "-j", "-d", "addr", "show"] for n in NODES),
+                   [ip, "-n", "qir-server", "-j", "route", "show"],
+                   [ip, "-n", "qir-client", "-j", "route", "show"],
+                   [ip, "-n", "qir-router", "-j", "-4", "netconf", "show"],
+                   [ip, "netns", "exec", "qir-router", "sh", "-c",
+                    'for i; do "$0" -k "$i" || exit; done', testbed_host.tool("ethtool"),
+                    "srv0", "cli0"]], ran
     assert {n.name: st.nodes[n.name].sshd_pid for n in NODES} == pids  # nothing restarted
-    assert all(st.nodes[n.name].engine.state != engines.NOT_RUNNING for n in NODES)
-    assert {n.name: st.nodes[n.name].engine.pid for n in NODES} == engine_pids
+    assert all(st.nodes[n.name].engine.state != engines.NOT_RUNNING
+               for n in LAYOUT.engine_nodes)
+    assert {n.name: st.nodes[n.name].engine.pid for n in LAYOUT.engine_nodes} == engine_pids
 
 
 def test_up_repairs_link_and_sshd(connect: Connect) -> None:
@@ -373,6 +392,100 @@ def test_up_repairs_namespace_keys_and_address(connect: Connect) -> None:
     assert server.run(_ping_argv(CLIENT.data_ip), timeout=10, check=False).ok
 
 
+def _rx_packets(ex: SSHExecutor, ifname: str) -> int:
+    return int(ex.run(["cat", f"/sys/class/net/{ifname}/statistics/rx_packets"],
+                      timeout=10).stdout)
+
+
+def test_router_forwards_between_the_endpoints(connect: Connect) -> None:
+    """The router is a node of its own (its sshd over its management link, no engine) that
+    forwards: each endpoint's path address is reached through it, one hop away, while the
+    direct data0 link stays as it was."""
+    router, server, client = connect(ROUTER), connect(SERVER), connect(CLIENT)
+    assert router.run(["ip", "netns", "identify"], timeout=10).stdout.strip() == "qir-router"
+    assert router.run(["cat", "/proc/sys/net/ipv4/ip_forward"], timeout=10).stdout.strip() == "1"
+    for ifname in ("srv0", "cli0"):
+        features = router.run(["ethtool", "-k", ifname], timeout=10).stdout
+        for name in ("tcp-segmentation-offload", "generic-segmentation-offload",
+                     "generic-receive-offload", "tx-udp-segmentation"):
+            assert f"\n{name}: off" in features, (ifname, name)
+    assert not Path(LAYOUT.engine(ROUTER).socket).exists()  # no engine was started for it
+
+    server_path, client_path = (LAYOUT.addresses(n, "path")[0] for n in ("server", "client"))
+    assert "via 198.19.1.254 dev path0" in server.run(
+        ["ip", "route", "get", client_path], timeout=10).stdout
+    assert "via 198.19.2.254 dev path0" in client.run(
+        ["ip", "route", "get", server_path], timeout=10).stdout
+    direct = server.run(["ip", "route", "get", CLIENT.data_ip], timeout=10).stdout
+    assert "dev data0" in direct and " via " not in direct
+
+    before = _rx_packets(router, "srv0"), _rx_packets(router, "cli0")
+    res = server.run(_ping_argv(client_path), timeout=10, check=False)
+    assert res.ok, res.stderr
+    if "ttl=" in res.stdout:
+        assert "ttl=63" in res.stdout  # one router on the way
+    assert client.run(_ping_argv(server_path), timeout=10, check=False).ok
+    after = _rx_packets(router, "srv0"), _rx_packets(router, "cli0")
+    assert after[0] > before[0] and after[1] > before[1]  # the echoes crossed the router
+
+
+def test_up_repairs_the_routers_forwarding_routes_and_namespace(connect: Connect) -> None:
+    """Forwarding off, a route gone, an offload back on: the testbed is unhealthy, says why,
+    and up() repairs it; so it does when the router's namespace is deleted."""
+    ns_router = ["ip", "netns", "exec", ROUTER.namespace]
+    LOCAL.run([*ns_router, "sysctl", "-qw", "net.ipv4.ip_forward=0"], timeout=10)
+    LOCAL.run(["ip", "-n", SERVER.namespace, "route", "del", "198.19.2.0/24"], timeout=10)
+    LOCAL.run([*ns_router, "ethtool", "-K", "cli0", "gso", "on"], timeout=10)
+    broken = local.status()
+    assert not broken.healthy
+    assert broken.nodes["router"].routing == ("IPv4 forwarding off (net.ipv4.ip_forward)",
+                                              "offloads on at cli0 (gso)")
+    assert broken.nodes["server"].routing == (
+        "route 198.19.2.0/24 via 198.19.1.254 dev path0 missing",)
+    assert broken.nodes["client"].routing == ()
+    assert "router: IPv4 forwarding off" in "; ".join(broken.problems())
+    assert not connect(SERVER).run(_ping_argv("198.19.2.1"), timeout=10, check=False).ok
+
+    fixed = local.up()
+    assert fixed.healthy, fixed.render()
+    assert connect(SERVER).run(_ping_argv("198.19.2.1"), timeout=10, check=False).ok
+
+    old_pid = fixed.nodes["router"].sshd_pid
+    assert old_pid is not None
+    LOCAL.run(["ip", "netns", "delete", ROUTER.namespace], timeout=10)
+    broken = local.status()
+    assert not broken.nodes["router"].namespace_exists
+    assert not broken.nodes["server"].path_link_up  # its path0 went with the router's srv0
+    assert broken.nodes["server"].data_link_up  # the direct link did not
+    fixed = local.up()
+    assert fixed.healthy, fixed.render()
+    _wait_dead(old_pid)  # the router's orphaned sshd was stopped
+    assert connect(ROUTER).run(["ip", "netns", "identify"], timeout=10).stdout.strip() \
+        == ROUTER.namespace
+    assert connect(CLIENT).run(_ping_argv("198.19.1.1"), timeout=10, check=False).ok
+
+
+def test_restore_covers_the_router(testbed: local.TestbedStatus) -> None:
+    """`testbed restore` takes the router's lease and replays its restore journal, as it
+    does the endpoints'."""
+    from interop_runner.config.campaign import load_testbed
+    from interop_runner.testbed.leftovers import restore_testbed
+
+    marker = Path(ROUTER.tmpdir) / "qir-restore-test"
+    journal = Path(ROUTER.workdir) / "restore.sh"
+    journal.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    marker.write_text("changed by a killed run")
+    journal.write_text(f"rm -f {marker}\n")  # what undoes it, journaled before the change
+    try:
+        done = restore_testbed(load_testbed(local.TESTBED_FILE))
+        assert "router" in done and done["router"].failed == []
+        assert not marker.exists() and not journal.exists()
+        assert "router" not in restore_testbed(load_testbed(local.TESTBED_FILE))
+    finally:
+        marker.unlink(missing_ok=True)
+        journal.unlink(missing_ok=True)
+
+
 def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path) -> None:
     # An SSH session with a background process inside a namespace must not survive down().
     with SSHExecutor("client", SSHTarget(CLIENT.mgmt_ip, 22, "root", str(LAYOUT.mgmt_key),
@@ -395,9 +508,10 @@ def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path) -
         (Path(n.tmpdir) / "file").write_text("x")
 
     sshd_pids = _our_sshd_pids()
-    assert len(sshd_pids) == 2
+    assert len(sshd_pids) == 3  # server, client, router
     LocalTestbed(layout).down(purge=True)
 
+    assert ROUTER.namespace in LAYOUT.namespaces and ROUTER.host_if in LAYOUT.root_links
     assert not any(ns in LOCAL.run(["ip", "netns", "list"], timeout=10).stdout
                    for ns in LAYOUT.namespaces)
     assert not any(LAYOUT.netns_path(ns).exists() for ns in LAYOUT.namespaces)
@@ -416,8 +530,10 @@ def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path) -
     assert not st.healthy
     assert not st.keys_present
     for ns in st.nodes.values():
-        assert not (ns.namespace_exists or ns.mgmt_link_up or ns.data_link_up
-                    or ns.sshd_running or ns.ssh_reachable)
+        assert not (ns.namespace_exists or ns.mgmt_link_up or ns.sshd_running
+                    or ns.ssh_reachable)
+        assert ns.routing  # no routes, no forwarding
+        assert not (ns.data_link_up if ns.data_ip else ns.path_link_up)
     assert "NOT healthy" in st.render()
     local.down()  # down on a down testbed is fine
     local.down(purge=True)

@@ -1,6 +1,6 @@
 """Pure parts of the local testbed's modules (no root, no command run): link checks on
-``ip -j`` output, the status table, sshd and containerd configuration, mount tables, argv
-flags and the known_hosts file."""
+``ip -j`` output, route and forwarding checks, the status table, sshd and containerd
+configuration, mount tables, argv flags and the known_hosts file."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from interop_runner.testbed.local import (
     keys,
     links,
     processes,
+    routes,
     scratch,
     sshd,
 )
 from interop_runner.testbed.local.host import Host
-from interop_runner.testbed.local.layout import DATA, MANAGEMENT, Layout, endpoint
+from interop_runner.testbed.local.layout import DATA, MANAGEMENT, PATH, Layout, endpoint
 from interop_runner.testbed.local.status import NodeStatus, TestbedStatus
 
-SERVER, CLIENT = DEFAULT_LAYOUT.nodes
+SERVER, CLIENT, ROUTER = DEFAULT_LAYOUT.nodes
 
 
 def veth(ifname: str, index: int, peer: int, cidr: str | None, up: bool = True) -> Any:
@@ -39,20 +40,35 @@ def healthy_links() -> links.SeenLinks:
     lo = {"ifname": "lo", "ifindex": 1, "flags": ["LOOPBACK", "UP", "LOWER_UP"]}
     return links.SeenLinks({
         None: {"qir-mg-s": veth("qir-mg-s", 10, 2, "198.18.0.1/30"),
-               "qir-mg-c": veth("qir-mg-c", 11, 2, "198.18.0.5/30")},
+               "qir-mg-c": veth("qir-mg-c", 11, 2, "198.18.0.5/30"),
+               "qir-mg-r": veth("qir-mg-r", 12, 2, "198.18.0.9/30")},
         "qir-server": {"lo": lo, "mgmt0": veth("mgmt0", 2, 10, "198.18.0.2/30"),
-                       "data0": veth("data0", 3, 3, "198.19.0.1/24")},
+                       "data0": veth("data0", 3, 3, "198.19.0.1/24"),
+                       "path0": veth("path0", 4, 3, "198.19.1.1/24")},
         "qir-client": {"lo": lo, "mgmt0": veth("mgmt0", 2, 11, "198.18.0.6/30"),
-                       "data0": veth("data0", 3, 3, "198.19.0.2/24")},
+                       "data0": veth("data0", 3, 3, "198.19.0.2/24"),
+                       "path0": veth("path0", 4, 4, "198.19.2.1/24")},
+        "qir-router": {"lo": lo, "mgmt0": veth("mgmt0", 2, 12, "198.18.0.10/30"),
+                       "srv0": veth("srv0", 3, 4, "198.19.1.254/24"),
+                       "cli0": veth("cli0", 4, 4, "198.19.2.254/24")},
     })
 
 
 def test_link_checks_follow_the_layout() -> None:
     seen = healthy_links()
-    for node in ("server", "client"):
+    for node in ("server", "client", "router"):
         assert seen.links_ok(DEFAULT_LAYOUT, node, MANAGEMENT)
         assert seen.links_ok(DEFAULT_LAYOUT, node, DATA)
-    assert seen.lo_up(SERVER)
+        assert seen.links_ok(DEFAULT_LAYOUT, node, PATH)
+    assert seen.lo_up(SERVER) and seen.lo_up(ROUTER)
+    # A missing router end fails the path of the router and of the endpoint it pairs with,
+    # not the other side's (nor the direct data link).
+    del seen.by_ns["qir-router"]["cli0"]
+    assert not seen.links_ok(DEFAULT_LAYOUT, "router", PATH)
+    assert not seen.links_ok(DEFAULT_LAYOUT, "client", PATH)
+    assert seen.links_ok(DEFAULT_LAYOUT, "server", PATH)
+    assert seen.links_ok(DEFAULT_LAYOUT, "client", DATA)
+    seen = healthy_links()
     # A wrong address on the server's data0 fails the server's data link, not the client's
     # (each node answers for its own ends).
     seen.by_ns["qir-server"]["data0"] = veth("data0", 3, 3, "198.19.0.99/24")
@@ -78,32 +94,139 @@ def node_status(**changes: Any) -> NodeStatus:
         name="client", namespace="qir-client", mgmt_ip="198.18.0.6", data_ip="198.19.0.2",
         namespace_exists=True, lo_up=True, mgmt_link_up=True, data_link_up=True,
         sshd_pid=42, sshd_running=True, ssh_reachable=True,
-        engine=engines.EngineStatus(engines.RUNNING, 43, ""))
+        engine=engines.EngineStatus(engines.RUNNING, 43, ""), path_ips=("198.19.2.1",))
     fields.update(changes)
     return NodeStatus(**fields)
 
 
+def router_status(**changes: Any) -> NodeStatus:
+    fields: dict[str, Any] = dict(
+        name="router", namespace="qir-router", mgmt_ip="198.18.0.10", data_ip=None,
+        engine=None, path_ips=("198.19.1.254", "198.19.2.254"), sshd_pid=44)
+    fields.update(changes)
+    return node_status(**fields)
+
+
 def test_status_problems_and_table() -> None:
-    good = TestbedStatus({"client": node_status()}, True, Path("/run/qir-testbed"))
+    good = TestbedStatus({"client": node_status(), "router": router_status()}, True,
+                         Path("/run/qir-testbed"))
     assert good.healthy and good.problems() == []
     assert good.render().splitlines() == [
         "local testbed: healthy (keys in /run/qir-testbed: ok)",
-        "  node    namespace   netns  lo  mgmt           data           sshd    ssh  docker",
-        "  client  qir-client  ok     ok  ok 198.18.0.6  ok 198.19.0.2  pid 42  ok   pid 43"]
+        "  node    namespace   netns  lo  mgmt            data           path"
+        "                          routing  sshd    ssh  docker",
+        "  client  qir-client  ok     ok  ok 198.18.0.6   ok 198.19.0.2  ok 198.19.2.1"
+        "                 ok       pid 42  ok   pid 43",
+        "  router  qir-router  ok     ok  ok 198.18.0.10  n/a            ok 198.19.1.254,"
+        "198.19.2.254  ok       pid 44  ok   none"]
     bad = TestbedStatus({"client": node_status(
-        data_link_up=False, sshd_running=False,
+        data_link_up=False, sshd_running=False, path_link_up=False,
+        routing=("route 198.19.1.0/24 via 198.19.2.254 dev path0 missing",),
         engine=engines.EngineStatus(engines.NOT_RUNNING, None, "dockerd not running"))},
         False, Path("/run/qir-testbed"))
     assert bad.problems() == ["keys missing in /run/qir-testbed",
                               "client: data link (data0 198.19.0.2) not up",
+                              "client: path link (198.19.2.1) not up",
+                              "client: route 198.19.1.0/24 via 198.19.2.254 dev path0 missing",
                               "client: sshd not running",
                               "client: docker engine not running (dockerd not running)"]
     assert "pid 42?" in bad.render() and "NOT healthy" in bad.render()
     without = TestbedStatus({"client": node_status(
-        engine=engines.EngineStatus(engines.UNAVAILABLE, None, "dockerd not installed"))},
-        True, Path("/run/qir-testbed"))
+        engine=engines.EngineStatus(engines.UNAVAILABLE, None, "dockerd not installed")),
+        "router": router_status()}, True, Path("/run/qir-testbed"))
     assert without.healthy
     assert without.render().splitlines()[-1] == "  containers: unavailable (dockerd not installed)"
+    # a router has no engine: that is not a problem, its forwarding is
+    router = router_status(routing=("IPv4 forwarding off (net.ipv4.ip_forward)",))
+    assert not router.healthy
+    assert router.problems() == ["router: IPv4 forwarding off (net.ipv4.ip_forward)"]
+    assert router.row()[7] == "--" and router.row()[-1] == "none"
+
+
+ETHTOOL_K = """Features for {name}:
+rx-checksumming: on
+tx-checksumming: on
+tcp-segmentation-offload: {tso}
+\ttx-tcp-segmentation: {tso}
+generic-segmentation-offload: {gso}
+generic-receive-offload: {gro}
+large-receive-offload: off [fixed]
+"""
+
+
+def healthy_routing() -> routes.SeenRouting:
+    return routes.SeenRouting(
+        routes={"qir-server": [{"dst": "198.19.1.0/24", "dev": "path0", "protocol": "kernel"},
+                               {"dst": "198.19.2.0/24", "gateway": "198.19.1.254",
+                                "dev": "path0", "flags": []}],
+                "qir-client": [{"dst": "198.19.1.0/24", "gateway": "198.19.2.254",
+                                "dev": "path0", "flags": []}]},
+        forwarding={"qir-router": True},
+        offloads_on={"qir-router": {"srv0": set(), "cli0": set()}})
+
+
+def test_routing_problems_follow_the_layout() -> None:
+    seen = healthy_routing()
+    assert [routes.problems(DEFAULT_LAYOUT, seen, n) for n in DEFAULT_LAYOUT.nodes] == [[]] * 3
+    seen.routes["qir-server"].pop()  # only the connected route is left
+    seen.routes["qir-client"][0]["gateway"] = "198.19.2.99"  # a wrong gateway
+    seen.forwarding["qir-router"] = False
+    seen.offloads_on["qir-router"]["cli0"] = {"gso", "tso"}
+    assert routes.problems(DEFAULT_LAYOUT, seen, SERVER) == [
+        "route 198.19.2.0/24 via 198.19.1.254 dev path0 missing"]
+    assert routes.problems(DEFAULT_LAYOUT, seen, CLIENT) == [
+        "route 198.19.1.0/24 via 198.19.2.254 dev path0 missing"]
+    assert routes.problems(DEFAULT_LAYOUT, seen, ROUTER) == [
+        "IPv4 forwarding off (net.ipv4.ip_forward)", "offloads on at cli0 (tso gso)"]
+    # nothing seen (the namespace is missing): everything is a problem
+    assert len(routes.problems(DEFAULT_LAYOUT, routes.SeenRouting(), ROUTER)) == 3
+
+
+class FakeHost(Host):
+    """Answers the commands of ``routes`` from canned output and records what it ran."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        super().__init__()
+        self.answers, self.ran = answers, []
+        self.tool_paths = {"ip": "ip", "sysctl": "sysctl", "ethtool": "ethtool"}
+
+    def run(self, argv: Any, **kwargs: Any) -> Any:
+        from interop_runner.remote.executor import Result
+
+        argv = list(argv)
+        self.ran.append(argv)
+        key = next((k for k in self.answers if k in " ".join(argv)), None)
+        return Result("fake", tuple(argv), 0, self.answers.get(key, "") if key else "", "", 0.0)
+
+
+def test_routing_observe_and_ensure_run_only_what_is_missing() -> None:
+    """observe parses `ip -j route`, `ip -j netconf` and `ethtool -k`; ensure then runs the
+    commands for what is missing, and nothing else."""
+    host = FakeHost({
+        "qir-server -j route show": '[{"dst": "198.19.2.0/24", "gateway": "198.19.1.254", '
+                                    '"dev": "path0"}]',
+        "qir-client -j route show": "[]",
+        "netconf show": '[{"family": "inet", "interface": "all", "forwarding": false}]',
+        "qir-router sh -c": ETHTOOL_K.format(name="srv0", tso="off", gso="off", gro="off")
+                      + ETHTOOL_K.format(name="cli0", tso="on", gso="on", gro="off"),
+    })
+    seen = routes.observe(host, DEFAULT_LAYOUT, {n.name: True for n in DEFAULT_LAYOUT.nodes})
+    assert seen.forwarding == {"qir-router": False}
+    assert seen.offloads_on == {"qir-router": {"srv0": set(), "cli0": {"tso", "gso"}}}
+    host.ran.clear()
+    routes.ensure(host, DEFAULT_LAYOUT)
+    changes = [argv for argv in host.ran if "show" not in argv and "sh" not in argv]
+    assert changes == [
+        ["ip", "-n", "qir-client", "route", "replace", "198.19.1.0/24", "via", "198.19.2.254",
+         "dev", "path0"],
+        ["ip", "netns", "exec", "qir-router", "sysctl", "-qw", "net.ipv4.ip_forward=1"],
+        ["ip", "netns", "exec", "qir-router", "ethtool", "-K", "cli0", "tso", "off", "gso",
+         "off"],
+    ]
+    # a namespace that does not exist is not asked
+    host.ran.clear()
+    routes.observe(host, DEFAULT_LAYOUT, {"server": True, "client": False, "router": False})
+    assert host.ran == [["ip", "-n", "qir-server", "-j", "route", "show"]]
 
 
 def test_sshd_config(monkeypatch: pytest.MonkeyPatch) -> None:

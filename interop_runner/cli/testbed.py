@@ -23,16 +23,18 @@ if TYPE_CHECKING:
 def register(sub: "argparse._SubParsersAction[Any]") -> None:
     """Add ``testbed``."""
     p = sub.add_parser("testbed", help="manage the embedded local testbed (needs root)",
-                       description="Two network namespaces (qir-server, qir-client) joined by "
-                                   "veth, each running its own sshd, reachable from this "
-                                   "machine over a management link; 198.18.0.0/15 addresses. "
-                                   "Where docker.io is installed each node also runs its own "
-                                   "Docker Engine (socket /run/qir/docker/<node>.sock, image "
-                                   "cache /var/lib/qir/docker/<node>); the host's engine is "
-                                   "never used.")
+                       description="Three network namespaces (qir-server, qir-client and "
+                                   "qir-router between them) joined by veth, each running its "
+                                   "own sshd, reachable from this machine over a management "
+                                   "link; 198.18.0.0/15 addresses. Server and client are linked "
+                                   "directly (data0) and through the router (path0). Where "
+                                   "docker.io is installed server and client also run their "
+                                   "own Docker Engine (socket /run/qir/docker/<node>.sock, "
+                                   "image cache /var/lib/qir/docker/<node>); the host's engine "
+                                   "is never used.")
     p.add_argument("action", choices=["up", "down", "status", "restore"],
-                   help="restore: undo host knobs a killed run left on the nodes (replays "
-                        "their restore journals)")
+                   help="restore: undo host knobs a killed run left on the nodes, the router "
+                        "included (replays their restore journals)")
     p.add_argument("--purge", action="store_true",
                    help="with down: also remove the nodes' work and tmpfs directories and "
                         "their engines' image caches")

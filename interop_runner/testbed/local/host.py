@@ -20,6 +20,7 @@ CMD_TIMEOUT_S = 15.0
 # Tools the testbed needs, with the Debian package that provides each.
 REQUIRED_TOOLS: tuple[tuple[str, str], ...] = (
     ("sshd", "openssh-server"), ("ip", "iproute2"), ("ssh-keygen", "openssh-client"),
+    ("sysctl", "procps"), ("ethtool", "ethtool"),  # the router's forwarding and offloads
 )
 # Tools a node's Docker Engine needs; without them the testbed runs without engines.
 ENGINE_TOOLS: tuple[tuple[str, str], ...] = (

@@ -1,17 +1,27 @@
-"""Where everything of the local testbed is: nodes, their addresses, links and paths.
+"""Where everything of the local testbed is: nodes, their addresses, links, routes and paths.
 
 Pure data, nothing here runs a command. The default layout (all addresses from the
 benchmarking range 198.18.0.0/15)::
 
-    root namespace (management node)     netns qir-server             netns qir-client
+    root namespace (management node)   netns qir-server         netns qir-router              netns qir-client
     qir-mg-s 198.18.0.1/30 ---veth--- mgmt0 198.18.0.2/30 (sshd :22)
-    qir-mg-c 198.18.0.5/30 ---veth------------------------------------ mgmt0 198.18.0.6/30 (sshd :22)
-                                      data0 198.19.0.1/24 ---veth--- data0 198.19.0.2/24
+    qir-mg-c 198.18.0.5/30 ---veth------------------------------------------------------------- mgmt0 198.18.0.6/30 (sshd :22)
+    qir-mg-r 198.18.0.9/30 ---veth----------------------------- mgmt0 198.18.0.10/30 (sshd :22, no engine)
+                                    data0 198.19.0.1/24 ---------------veth---------------------- data0 198.19.0.2/24
+                                    path0 198.19.1.1/24 --veth-- srv0 198.19.1.254/24
+                                                                 cli0 198.19.2.254/24 --veth-- path0 198.19.2.1/24
 
-The veth pairs are data (:attr:`Layout.links`), not code: ``up`` creates, ``status`` checks and
-``down`` removes whatever the list names, so another node (a router between server and client)
-is another :class:`NodeSpec` and a few more :class:`VethLink` entries. The static testbed file
-describing the default layout is ``configs/testbeds/local.yml``.
+Server and client are linked twice: directly (``data0``, what a campaign without a path
+measures over) and through the router (``path0``, their ``via_router`` addresses). Routes:
+the server reaches 198.19.2.0/24 via 198.19.1.254, the client 198.19.1.0/24 via 198.19.2.254;
+the router forwards (``net.ipv4.ip_forward=1`` in its namespace) with tso, gso, gro and
+tx-udp-segmentation off on srv0 and cli0, so it sends MTU-sized packets (also of UDP GSO
+sends) as a real router with offloads off does.
+
+The veth pairs, routes and forwarding are data (:attr:`Layout.links`, :attr:`Layout.routes`,
+:attr:`Layout.forwarding`), not code: ``up`` creates, ``status`` checks and ``down`` removes
+whatever the lists name. The static testbed file describing the default layout is
+``configs/testbeds/local.yml``.
 """  # noqa: E501 - the address diagram above needs its full width
 
 from __future__ import annotations
@@ -33,6 +43,21 @@ DATA_PREFIX = 24
 MGMT_NET = ipaddress.IPv4Network("198.18.0.0/24")  # one /30 per node, from the root namespace
 DATA_NET = ipaddress.IPv4Network(f"198.19.0.0/{DATA_PREFIX}")  # the nodes' data link
 
+# The path through the router: one /24 on each side of it.
+PATH_IF = "path0"  # an endpoint's end of the path (its via_router interface)
+ROUTER_SERVER_IF = "srv0"  # the router's interface towards the server
+ROUTER_CLIENT_IF = "cli0"  # ... towards the client (the data direction's egress)
+PATH_PREFIX = 24
+SERVER_PATH_IP, ROUTER_SERVER_IP = "198.19.1.1", "198.19.1.254"
+CLIENT_PATH_IP, ROUTER_CLIENT_IP = "198.19.2.1", "198.19.2.254"
+SERVER_PATH_NET = ipaddress.IPv4Network(f"{SERVER_PATH_IP}/{PATH_PREFIX}", strict=False)
+CLIENT_PATH_NET = ipaddress.IPv4Network(f"{CLIENT_PATH_IP}/{PATH_PREFIX}", strict=False)
+# what a router turns off on its interfaces (ethtool -K names): it then forwards MTU-sized
+# packets instead of the veth's 64 KiB GSO packets. tx-udp-segmentation too: a UDP GSO packet
+# (QUIC stacks send them) crosses a veth whole, and without it the router's egress would pass
+# it on unsegmented (tso and gso off segment only TCP and software GSO)
+ROUTER_OFFLOADS_OFF = ("tso", "gso", "gro", "tx-udp-segmentation")
+
 STATE_DIR = Path("/run/qir-testbed")
 LOCK_FILE = Path("/run/qir-testbed.lock")  # outside STATE_DIR: survives down()
 NETNS_DIR = Path("/run/netns")
@@ -42,8 +67,9 @@ SCRATCH_ROOT = Path("/dev/shm")
 DOCKER_RUN_ROOT = Path("/run/qir/docker")
 DOCKER_DATA_ROOT = Path("/var/lib/qir/docker")
 
-# What a link is for: its state shows in the node's `mgmt` or `data` column of `status`.
-MANAGEMENT, DATA = "management", "data"
+# What a link is for: its state shows in the node's `mgmt`, `data` or `path` column of
+# `status` (path: server and client through the router).
+MANAGEMENT, DATA, PATH = "management", "data", "path"
 
 
 @dataclass(frozen=True)
@@ -56,10 +82,11 @@ class NodeSpec:
     host_if: str  # root-namespace end of the management veth
     host_ip: str  # address of host_if
     mgmt_ip: str  # address of mgmt0 inside the namespace (sshd listens here)
-    data_ip: str  # address of data0 inside the namespace
+    data_ip: str | None  # address of data0 inside the namespace (None: not on the data link)
     workdir: str
     tmpdir: str
     state_dir: Path  # host key, sshd config, pid file and logs of the node
+    engine: bool = True  # runs its own Docker Engine (a router does not)
 
     @property
     def host_key(self) -> Path:
@@ -108,7 +135,9 @@ class NodeSpec:
 
     @property
     def data_cidr(self) -> str:
-        """Expected address of data0 with prefix."""
+        """Expected address of data0 with prefix (ValueError: the node has no data0)."""
+        if self.data_ip is None:
+            raise ValueError(f"node {self.name} is not on the data link")
         return f"{self.data_ip}/{DATA_PREFIX}"
 
 
@@ -127,7 +156,7 @@ class VethLink:
     """A veth pair between two namespaces; ``up`` creates it as ``ip link add <a> ... peer
     <b>``."""
 
-    purpose: str  # MANAGEMENT or DATA
+    purpose: str  # MANAGEMENT, DATA or PATH
     a: LinkEnd
     b: LinkEnd
 
@@ -148,6 +177,33 @@ class VethLink:
 
 def _netns_args(end: LinkEnd) -> list[str]:
     return ["netns", end.netns] if end.netns is not None else []
+
+
+@dataclass(frozen=True)
+class Route:
+    """A static route in a node's namespace (checked by that node's status)."""
+
+    node: str
+    dest: str  # network with prefix
+    via: str  # gateway
+    dev: str
+
+    def replace_args(self) -> list[str]:
+        """Arguments of ``ip -n <namespace>`` setting the route (idempotent)."""
+        return ["route", "replace", self.dest, "via", self.via, "dev", self.dev]
+
+    def __str__(self) -> str:
+        return f"{self.dest} via {self.via} dev {self.dev}"
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """A node that forwards IPv4 between its interfaces as a router with offloads off does:
+    ``net.ipv4.ip_forward=1`` in its namespace, the ``offloads`` off on ``interfaces``."""
+
+    node: str
+    interfaces: tuple[str, ...]
+    offloads: tuple[str, ...] = ROUTER_OFFLOADS_OFF  # ethtool -K names, turned off
 
 
 @dataclass(frozen=True)
@@ -239,6 +295,8 @@ class Layout:
 
     nodes: tuple[NodeSpec, ...]
     links: tuple[VethLink, ...]
+    routes: tuple[Route, ...] = ()
+    forwarding: tuple[Forwarding, ...] = ()
     state_dir: Path = STATE_DIR  # keys, known_hosts and one directory per node
     lock_file: Path = LOCK_FILE
     netns_dir: Path = NETNS_DIR
@@ -288,9 +346,27 @@ class Layout:
         """The bind mount that names a network namespace (``ip netns``)."""
         return self.netns_dir / namespace
 
+    @property
+    def engine_nodes(self) -> tuple[NodeSpec, ...]:
+        """The nodes that run a Docker Engine."""
+        return tuple(n for n in self.nodes if n.engine)
+
     def links_of(self, node: str, purpose: str) -> tuple[VethLink, ...]:
         """The links for ``purpose`` with an end of ``node``."""
         return tuple(x for x in self.links if x.purpose == purpose and x.touches(node))
+
+    def addresses(self, node: str, purpose: str) -> tuple[str, ...]:
+        """The node's own addresses (without prefix) on its links for ``purpose``."""
+        return tuple(e.cidr.split("/")[0] for link in self.links_of(node, purpose)
+                     for e in link.ends if e.owner == node)
+
+    def routes_of(self, node: str) -> tuple[Route, ...]:
+        """The static routes in the node's namespace."""
+        return tuple(r for r in self.routes if r.node == node)
+
+    def forwarding_of(self, node: str) -> Forwarding | None:
+        """How the node forwards (None: it does not)."""
+        return next((f for f in self.forwarding if f.node == node), None)
 
     def interfaces(self, node: NodeSpec) -> list[tuple[str | None, str, str | None]]:
         """``(netns, ifname, cidr)`` of every interface ``up`` sets up for the node, in order:
@@ -322,15 +398,30 @@ def data_address(index: int) -> str:
     return str(DATA_NET.network_address + 1 + index)
 
 
+def node_spec(name: str, role: str, index: int, *, data_ip: str | None, engine: bool = True,
+              work_root: Path = WORK_ROOT, scratch_root: Path = SCRATCH_ROOT) -> NodeSpec:
+    """The ``index``-th node: namespace ``qir-<name>``, its management /30 by index, work and
+    scratch directories by name."""
+    host_ip, mgmt_ip = management_addresses(index)
+    return NodeSpec(name=name, role=role, namespace=f"qir-{name}", host_if=f"qir-mg-{name[0]}",
+                    host_ip=host_ip, mgmt_ip=mgmt_ip, data_ip=data_ip,
+                    workdir=str(work_root / name), tmpdir=str(scratch_root / f"qir-{name}"),
+                    state_dir=STATE_DIR / name, engine=engine)
+
+
 def endpoint(name: str, index: int, *, work_root: Path = WORK_ROOT,
              scratch_root: Path = SCRATCH_ROOT) -> NodeSpec:
-    """The ``index``-th node, role ``name`` (``server``, ``client``): namespace
-    ``qir-<name>``, its management /30 and data address by index."""
-    host_ip, mgmt_ip = management_addresses(index)
-    return NodeSpec(name=name, role=name, namespace=f"qir-{name}", host_if=f"qir-mg-{name[0]}",
-                    host_ip=host_ip, mgmt_ip=mgmt_ip, data_ip=data_address(index),
-                    workdir=str(work_root / name), tmpdir=str(scratch_root / f"qir-{name}"),
-                    state_dir=STATE_DIR / name)
+    """The ``index``-th node, role ``name`` (``server``, ``client``), on the data link by
+    index, with its own engine."""
+    return node_spec(name, name, index, data_ip=data_address(index), work_root=work_root,
+                     scratch_root=scratch_root)
+
+
+def router(index: int, *, work_root: Path = WORK_ROOT,
+           scratch_root: Path = SCRATCH_ROOT) -> NodeSpec:
+    """The router node ``router`` (``qir-router``): not on the data link, no engine."""
+    return node_spec("router", "router", index, data_ip=None, engine=False,
+                     work_root=work_root, scratch_root=scratch_root)
 
 
 def management_link(node: NodeSpec) -> VethLink:
@@ -345,14 +436,38 @@ def data_link(a: NodeSpec, b: NodeSpec) -> VethLink:
                     LinkEnd(b.name, b.namespace, DATA_IF, b.data_cidr))
 
 
+def path_link(a: NodeSpec, a_if: str, a_ip: str, b: NodeSpec, b_if: str, b_ip: str) -> VethLink:
+    """A veth pair of the path through the router (``/PATH_PREFIX`` addresses)."""
+    return VethLink(PATH, LinkEnd(a.name, a.namespace, a_if, f"{a_ip}/{PATH_PREFIX}"),
+                    LinkEnd(b.name, b.namespace, b_if, f"{b_ip}/{PATH_PREFIX}"))
+
+
+def router_path(server: NodeSpec, client: NodeSpec, middle: NodeSpec
+                ) -> tuple[tuple[VethLink, ...], tuple[Route, ...], Forwarding]:
+    """The path from server to client through the router ``middle``: its two links, the
+    endpoints' routes to each other's side, and the router's forwarding."""
+    links = (path_link(server, PATH_IF, SERVER_PATH_IP, middle, ROUTER_SERVER_IF,
+                       ROUTER_SERVER_IP),
+             path_link(middle, ROUTER_CLIENT_IF, ROUTER_CLIENT_IP, client, PATH_IF,
+                       CLIENT_PATH_IP))
+    routes = (Route(server.name, str(CLIENT_PATH_NET), ROUTER_SERVER_IP, PATH_IF),
+              Route(client.name, str(SERVER_PATH_NET), ROUTER_CLIENT_IP, PATH_IF))
+    return links, routes, Forwarding(middle.name, (ROUTER_SERVER_IF, ROUTER_CLIENT_IF))
+
+
 def make_layout(*, work_root: Path = WORK_ROOT, scratch_root: Path = SCRATCH_ROOT,
                 docker_data_root: Path = DOCKER_DATA_ROOT) -> Layout:
-    """Server and client, each with a management link, and the data link between them; the
-    arguments move the directories that ``down --purge`` removes (tests)."""
-    server, client = (endpoint(name, i, work_root=work_root, scratch_root=scratch_root)
-                      for i, name in enumerate(("server", "client")))
-    links = (management_link(server), management_link(client), data_link(server, client))
-    return Layout(nodes=(server, client), links=links, work_root=work_root,
+    """Server, client and the router, each with a management link; the data link between
+    server and client and the path through the router; the arguments move the directories
+    that ``down --purge`` removes (tests)."""
+    dirs = {"work_root": work_root, "scratch_root": scratch_root}
+    server, client = (endpoint(name, i, **dirs) for i, name in enumerate(("server", "client")))
+    middle = router(2, **dirs)
+    path, routes, forwarding = router_path(server, client, middle)
+    links = (*(management_link(n) for n in (server, client, middle)),
+             data_link(server, client), *path)
+    return Layout(nodes=(server, client, middle), links=links, routes=routes,
+                  forwarding=(forwarding,), work_root=work_root,
                   docker_data_root=docker_data_root)
 
 

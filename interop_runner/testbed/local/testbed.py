@@ -28,11 +28,19 @@ from interop_runner.testbed.local import (
     keys,
     links,
     processes,
+    routes,
     scratch,
     sshd,
 )
 from interop_runner.testbed.local.host import Host
-from interop_runner.testbed.local.layout import DATA, DEFAULT_LAYOUT, MANAGEMENT, Layout, NodeSpec
+from interop_runner.testbed.local.layout import (
+    DATA,
+    DEFAULT_LAYOUT,
+    MANAGEMENT,
+    PATH,
+    Layout,
+    NodeSpec,
+)
 from interop_runner.testbed.local.status import NodeStatus, TestbedStatus
 
 LOCK_WAIT_S = 120.0
@@ -55,15 +63,18 @@ class LocalTestbed:
     # status
     # ----------------------------------------------------------------------------------------
     def status(self) -> TestbedStatus:
-        """Inspect the testbed (namespaces, links, addresses, sshd, SSH port, engines)
-        without changing it."""
+        """Inspect the testbed (namespaces, links, addresses, routes and forwarding, sshd, SSH
+        port, engines) without changing it."""
         present = {n.name: links.ns_exists(self.layout, n.namespace) for n in self.layout.nodes}
         seen = links.observe(self.host, self.layout, present)
-        nodes = {n.name: self._node_status(n, seen, present[n.name]) for n in self.layout.nodes}
+        routing = routes.observe(self.host, self.layout, present)
+        nodes = {n.name: self._node_status(n, seen, routing, present[n.name])
+                 for n in self.layout.nodes}
         return TestbedStatus(nodes=nodes, keys_present=keys.keys_present(self.layout),
                              state_dir=self.layout.state_dir)
 
-    def _node_status(self, node: NodeSpec, seen: links.SeenLinks, present: bool) -> NodeStatus:
+    def _node_status(self, node: NodeSpec, seen: links.SeenLinks, routing: routes.SeenRouting,
+                     present: bool) -> NodeStatus:
         mgmt_ok = seen.links_ok(self.layout, node.name, MANAGEMENT)
         pid = sshd.listener_pid(node)
         return NodeStatus(
@@ -74,7 +85,10 @@ class LocalTestbed:
             # Probe only when the management route exists; otherwise the connect would leave
             # through the default route and time out.
             ssh_reachable=mgmt_ok and sshd.probe_ssh(node.mgmt_ip),
-            engine=engines.status(self.host, self.layout.engine(node)),
+            engine=engines.status(self.host, self.layout.engine(node)) if node.engine else None,
+            path_ips=self.layout.addresses(node.name, PATH),
+            path_link_up=seen.links_ok(self.layout, node.name, PATH),
+            routing=tuple(routes.problems(self.layout, routing, node)),
         )
 
     # ----------------------------------------------------------------------------------------
@@ -83,10 +97,11 @@ class LocalTestbed:
     def up(self) -> TestbedStatus:
         """Bring the local testbed up (or repair it) and return its status once SSH answers.
 
-        Idempotent: when the testbed is already healthy this only inspects it (~40 ms on a
-        2-core VM, ~5 ms of it the engines: three ``ip`` calls, one SSH-banner probe and one
-        engine ``_ping`` per node); otherwise every missing piece (namespace, veth, address,
-        key, sshd, engine) is recreated. Raises :class:`TestbedError` when not root, a tool is
+        Idempotent: when the testbed is already healthy this only inspects it (four ``ip addr``
+        calls, the routes of server and client, the router's forwarding and offloads, one
+        SSH-banner probe per node and one engine ``_ping`` per node with an engine); otherwise
+        every missing piece (namespace, veth, address, route, forwarding, key, sshd, engine) is
+        recreated. Raises :class:`TestbedError` when not root, a tool is
         missing or a step fails.
         """
         _require_root()
@@ -111,6 +126,7 @@ class LocalTestbed:
         keys.ensure_state(self.host, self.layout)
         links.ensure_namespaces(self.host, self.layout)
         links.ensure_links(self.host, self.layout)
+        routes.ensure(self.host, self.layout)
         for node in self.layout.nodes:
             sshd.ensure_sshd(self.host, self.layout, node)
         sshd.wait_for_ssh(self.layout)
@@ -123,14 +139,14 @@ class LocalTestbed:
             return False
         return (self.host.engines_unavailable() is not None
                 or all(engines.is_current(self.host, self.layout.engine(n))
-                       for n in self.layout.nodes))
+                       for n in self.layout.engine_nodes))
 
     def _ensure_engines(self) -> None:
-        """Start each node's Docker Engine unless it runs as it should; skipped (status says
-        "unavailable") where docker.io is not installed."""
+        """Start the Docker Engine of each node that has one unless it runs as it should;
+        skipped (status says "unavailable") where docker.io is not installed."""
         if self.host.engines_unavailable() is not None:
             return
-        started = [self.layout.engine(n) for n in self.layout.nodes
+        started = [self.layout.engine(n) for n in self.layout.engine_nodes
                    if engine_start.ensure(self.host, self.layout.engine(n))]
         engine_start.wait_ready(started)
 
@@ -139,7 +155,7 @@ class LocalTestbed:
     # ----------------------------------------------------------------------------------------
     def down(self, purge: bool = False) -> None:
         """Tear the local testbed down: engines, sshd, every process in the namespaces,
-        links, state.
+        links (with the routes and forwarding in the namespaces), state.
 
         Each node's engine goes first (its containers removed, dockerd and containerd
         stopped, their mounts and exec-root removed; the image cache stays). Processes are
@@ -150,7 +166,7 @@ class LocalTestbed:
         """
         _require_root()
         with self._lock():
-            for node in self.layout.nodes:
+            for node in self.layout.engine_nodes:
                 engine_stop.stop(self.host, self.layout.engine(node), purge=purge)
             for node in self.layout.nodes:
                 # The pid file's sshd, plus any listener whose pid file is gone or whose
