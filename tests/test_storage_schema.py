@@ -176,7 +176,8 @@ def test_a_version_that_is_no_version_number_is_refused(version: Any, tmp_path: 
     path = tmp_path / "run.json"
     path.write_text(json.dumps({**raw(SCHEMA_DIR / "run-v2.json"), "schema_version": version}))
     with pytest.raises(SchemaError, match=r"run\.json: run\.json schema version .* is not a "
-                                          r"version number \(this runner reads 1 to 4\)$"):
+                                          rf"version number \(this runner reads 1 to "
+                                          rf"{RUN_SCHEMA_VERSION}\)$"):
         read_run(path)
 
 
