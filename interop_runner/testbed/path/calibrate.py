@@ -14,8 +14,9 @@ data direction with its bottleneck):
    over reordered links measures the transport, not the path; as batch splitting leaves a
    link idle while the other gets its batch, two links' sum is only an upper bound there;
 3. **queueing delay at a full buffer**: pings while a UDP flow overloads the bottleneck
-   (1.3 x its rate, so the buffer stays full whatever the congestion control or loss): their
-   median minus the base RTT, against buffer / rate;
+   (1.3 x its rate, so the buffer fills whatever the congestion control or loss): their
+   90th percentile minus that of the idle pings (jitter taken back out), against
+   buffer / rate;
 4. **loss**: 3000 pings 2 ms apart; the configured rate must lie in the binomial confidence
    interval of the measured one (Clopper-Pearson).
 
@@ -80,6 +81,7 @@ class Measured:
     congestion: str | None = None
     queue_ms: float | None = None
     queue_samples: int = 0
+    loaded_rtt_samples: list[float] = field(default_factory=list)  # pings under the overload
     loss: float | None = None
     loss_ci: tuple[float, float] | None = None
     loss_sent: int | None = None
@@ -148,6 +150,20 @@ def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list
                             f"{tol.loss_confidence:.0%} interval [{low:.4g}, {high:.4g}] of "
                             f"{measured.loss_sent} pings"))
     return checks
+
+
+def _udp_overload(path: ResolvedPath) -> list[str]:
+    """iperf3 arguments of the UDP flow that overloads the bottleneck: 1.3 x its rate, sent
+    every 50 µs (iperf3's default 1 ms timer sends bursts the queue partly drains between)."""
+    return ["-u", "-b", str(int(OVERLOAD * path.rate_bps)), "-l", str(UDP_PAYLOAD),
+            "--pacing-timer", "50"]
+
+
+def p90(values: "list[float] | tuple[float, ...]") -> float:
+    """The 90th percentile (the queue is full at its peaks: a median under load is a
+    sample of a queue that also drains; the base RTT's p90 takes the same share of jitter
+    back out)."""
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
 
 
 def loss_interval(lost: int, sent: int, confidence: float) -> tuple[float, float]:
@@ -226,8 +242,7 @@ class Calibrator:
             measured.rate_method = f"one TCP flow ({res.congestion or cc}, MSS {mss})"
             measured.congestion = res.congestion or cc
             return
-        res = self._iperf(["-u", "-b", str(int(OVERLOAD * path.rate_bps)), "-l",
-                           str(UDP_PAYLOAD), "-O", str(WARMUP_SECONDS)], RATE_SECONDS)
+        res = self._iperf([*_udp_overload(path), "-O", str(WARMUP_SECONDS)], RATE_SECONDS)
         measured.goodput_bps = res.received_bps
         measured.rate_wire_bps = res.received_bps * (UDP_PAYLOAD + UDP_WIRE_OVERHEAD) / UDP_PAYLOAD
         measured.rate_method = f"a UDP flow at {OVERLOAD:g} x the rate"
@@ -245,17 +260,18 @@ class Calibrator:
             ["sh", "-c", 'sleep 2; exec ping -n -c 100 -i 0.02 -W 2 "$0"', self.ip],
             stdout=f"{tmp}/ping-load.out", stderr=f"{tmp}/ping-load.err")
         try:
-            self._iperf(["-u", "-b", str(int(OVERLOAD * path.rate_bps)), "-l",
-                         str(UDP_PAYLOAD)], 5)
+            self._iperf(_udp_overload(path), 5)
             self.client.executor.wait(pinger, 30)
         finally:
             self.client.executor.stop(pinger, grace=1)
         loaded = parse_ping(self.client.run(["cat", f"{tmp}/ping-load.out"], timeout=10).stdout)
         measured.queue_samples = len(loaded.rtt_ms)
-        if loaded.rtt_ms and measured.rtt_ms is not None:
-            measured.queue_ms = statistics.median(loaded.rtt_ms) - measured.rtt_ms
+        measured.loaded_rtt_samples = list(loaded.rtt_ms)
+        if len(loaded.rtt_ms) >= 10 and len(measured.rtt_samples) >= 10:
+            measured.queue_ms = p90(loaded.rtt_ms) - p90(measured.rtt_samples)
         else:
-            measured.notes.append("queue: no ping reply under load")
+            measured.notes.append(f"queue: {len(loaded.rtt_ms)} ping replies under load, "
+                                  "too few to tell")
 
     def _loss(self, path: ResolvedPath, tol: PathTolerance, measured: Measured) -> None:
         res = self._ping(LOSS_PINGS, 0.002)

@@ -1,0 +1,128 @@
+"""Emulated paths on the real namespace testbed (measure/path_session.py, measure/path_check.py,
+cli/path.py): built on the router namespace (and on the server's egress of local-b, which has
+no router), calibrated, observed around each attempt, removed afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from interop_runner.analysis.results import load_results
+from interop_runner.remote.executor import LocalExecutor
+from interop_runner.storage.layout import iter_run_files
+from interop_runner.storage.run_record import read_run
+
+from .conftest import ROOT, TESTBED_FILE, campaign_dirs, namespace_pids, write
+from .test_campaign import run_cli
+
+LOCAL_B = ROOT / "configs" / "testbeds" / "local-b.yml"
+
+
+def path_config(tmp_path: Path, name: str, path: str, testbed: Path = TESTBED_FILE,
+                size: str = "10MiB", reps: int = 1, extra: str = "") -> Path:
+    return write(tmp_path / f"{name}.yml", f"""testbed: {testbed}
+name: {name}
+file_size: {size}
+repetitions: {reps}
+port: 4471
+pairs: [{{server: quic-go, client: quic-go}}]
+path: {path}
+{extra}""")
+
+
+def netns(ns: str, script: str) -> str:
+    return LocalExecutor("t").run(["ip", "netns", "exec", ns, "sh", "-c", script],
+                                  timeout=20).stdout
+
+
+def path_items(ns: str) -> str:
+    """What a path leaves in a namespace: qdiscs other than noqueue, the path's chain, IFBs,
+    delay lines."""
+    lines = [line for line in netns(ns, "tc qdisc show; iptables -S; ip -br link").splitlines()
+             if ("qdisc" in line and "noqueue" not in line) or "qir-path" in line
+             or "qir-ifb" in line]
+    lines += [f"pid {p}" for p in namespace_pids(ns)
+              if b"qir-delayline" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    return "\n".join(lines)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_campaign_over_a_path_through_the_router(tmp_path):
+    cfg = path_config(tmp_path, "p-router", "{rate: 50mbit, rtt: 20ms, buffer: 1bdp, "
+                      "jitter: 0.05, loss: 0.001}")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (camp,) = campaign_dirs(tmp_path / "results")
+    meta = json.loads((camp / "campaign.json").read_text())
+    (entry,) = meta["paths"].values()
+    assert entry["backend"] == "nfqueue" and entry["placement"] == "router"
+    assert entry["resolved"]["buffer_bytes"] == 125000  # 50 Mbit/s x 20 ms
+    assert entry["calibration"]["ok"], entry["calibration"]["checks"]
+    (run,) = [read_run(p) for p in iter_run_files(camp)]
+    assert run["status"] == "ok" and run["path"]["placement"] == "router"
+    counters = run["path"]["counters"]
+    # every byte of the download crossed the bottleneck; the data delay line (jitter) saw
+    # the packets the loss rule let through
+    assert counters["bottleneck"]["sent_bytes"] > 10 * 2**20
+    assert 0 < counters["bottleneck"]["backlog_peak_bytes"] <= 125000
+    data = counters["delay_lines"]["data"]
+    assert data["received"] == data["delivered"] > 7000
+    assert run["path"]["delay_lines_alive"] == {"data": True, "reverse": True}
+    assert (camp / "quic-go_quic-go/goodput/1/attempt-1/path/qdisc-samples.txt").is_file()
+    df = load_results(camp)
+    row = df.iloc[0]
+    assert row["path_rate_mbps"] == 50 and row["path_buffer_bdp"] == pytest.approx(1.0)
+    assert bool(row["path_calibration_ok"]) and 0.5 < row["goodput_fraction"] <= 1.0
+    assert path_items("qir-router") == ""  # removed at the end
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_without_a_path_the_direct_link_is_measured_and_the_columns_are_na(tmp_path):
+    cfg = write(tmp_path / "direct.yml", f"""testbed: {TESTBED_FILE}
+name: direct
+file_size: 10MiB
+repetitions: 1
+port: 4471
+pairs: [{{server: quic-go, client: quic-go}}]
+""")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (camp,) = campaign_dirs(tmp_path / "results")
+    assert "paths" not in json.loads((camp / "campaign.json").read_text())
+    (run,) = [read_run(p) for p in iter_run_files(camp)]
+    assert run["path"] is None and run["server"]["node"] == "server"
+    df = load_results(camp)
+    assert df["path_key"].isna().all() and df["bottleneck_sent_bytes"].isna().all()
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_without_a_router_the_path_sits_on_the_server_egress(tmp_path):
+    cfg = path_config(tmp_path, "p-egress", "{rate: 50mbit, rtt: 10ms, buffer: 100p}",
+                      testbed=LOCAL_B)
+    proc = run_cli("path", "calibrate", str(cfg), "--json", str(tmp_path / "cal.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (entry,) = json.loads((tmp_path / "cal.json").read_text())
+    assert entry["placement"] == "server-egress" and entry["resolved"]["buffer_bytes"] == 151400
+    checks = {c["parameter"]: c for c in entry["calibration"]["checks"]}
+    assert set(checks) == {"rtt", "rate", "queue"} and all(c["ok"] for c in checks.values())
+    assert "ok   rtt: configured 10" in proc.stdout
+    assert path_items("qir-server") == ""
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_path_that_misses_its_calibration_stops_the_campaign_with_one_line(tmp_path):
+    # a tolerance of 0 on the rate: no measured rate equals the configured one exactly
+    cfg = path_config(tmp_path, "p-strict", "{rate: 50mbit, rtt: 10ms, "
+                      "tolerance: {rate_rel: 0.0}}")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 1
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: path path-") and "rate: configured 50 Mbit/s, measured" \
+        in line, line
+    (camp,) = campaign_dirs(tmp_path / "results")
+    assert list(iter_run_files(camp)) == []  # no attempt ran over the untrusted path
+    cal = next(iter(json.loads((camp / "campaign.json").read_text())["paths"].values()))
+    assert cal["calibration"]["ok"] is False
+    assert path_items("qir-router") == ""
