@@ -99,12 +99,12 @@ pairs: [{{server: quic-go, client: quic-go}}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_without_a_router_the_path_sits_on_the_server_egress(tmp_path):
-    cfg = path_config(tmp_path, "p-egress", "{rate: 50mbit, rtt: 10ms, buffer: 100p}",
+    cfg = path_config(tmp_path, "p-egress", "{rate: 50mbit, rtt: 10ms, buffer: 20p}",
                       testbed=LOCAL_B)
     proc = run_cli("path", "calibrate", str(cfg), "--json", str(tmp_path / "cal.json"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (entry,) = json.loads((tmp_path / "cal.json").read_text())
-    assert entry["placement"] == "server-egress" and entry["resolved"]["buffer_bytes"] == 151400
+    assert entry["placement"] == "server-egress" and entry["resolved"]["buffer_bytes"] == 30280
     checks = {c["parameter"]: c for c in entry["calibration"]["checks"]}
     assert set(checks) == {"rtt", "rate", "queue"} and all(c["ok"] for c in checks.values())
     assert "ok   rtt: configured 10" in proc.stdout

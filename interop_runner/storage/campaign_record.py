@@ -130,7 +130,7 @@ class CampaignRecord(_Doc):
         "testbed", "testbeds", "distribute", "hosts", "implementations", "monitors",
         "testbed_files", "sessions", "resumed_at", "skipped_runs",
         "ssh_host_keys_trusted_on_first_use", "killed_leftovers", "restored_leftovers", "file",
-        "adaptive_rounds", "worker_exit_codes", "wall_s"})
+        "adaptive_rounds", "worker_exit_codes", "wall_s", "paths"})
 
     schema_version: int = CAMPAIGN_SCHEMA_VERSION
     campaign: str
@@ -229,8 +229,7 @@ def upgrade_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def upgrade_4_to_5(data: dict[str, Any]) -> dict[str, Any]:
-    """Emulated paths: no version 4 campaign had one."""
-    data.setdefault("paths", None)
+    """Emulated paths: no version 4 campaign had one (``paths`` stays absent)."""
     return data
 
 
