@@ -80,8 +80,13 @@ def test_corpus_is_complete() -> None:
                  "binary", "tb-dotdot-workdir", "param-nul", "tb-two-routers",
                  "tb-router-no-server-iface", "tb-server-iface-on-server",
                  "tb-via-router-on-router", "tb-via-router-one-endpoint",
-                 "tb-via-router-no-router"):
+                 "tb-via-router-no-router", "path-buffer-below-mtu", "path-bdp-without-rtt",
+                 "path-links-one", "path-trace-missing", "path-trace-unparsable",
+                 "path-reorder-without-links", "path-backend-unknown", "path-rate-inf"):
         assert must in names
+    # a path's trace files sit in traces/ (only the one that must be missing is not there)
+    assert (BAD / "traces" / "bad.trace").is_file()
+    assert not (BAD / "traces" / "missing.trace").exists()
     assert all(p.name in {c.name for c in CASES} for p in (BAD / s for s in SAMPLE))
     # every broken testbed is used by a tb-<name>.yml campaign
     testbeds = sorted((BAD / "testbeds").glob("*.yml"))

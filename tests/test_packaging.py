@@ -38,10 +38,11 @@ def source_subpackages() -> set[str]:
 
 
 def source_data_files() -> set[str]:
-    """Files of the package that are not Python modules (read at run time, e.g. perf_rules.yml,
-    or the compiled parsers' extension; not the C source it is built from)."""
+    """Files of the package that are not Python modules (read at run time, e.g. perf_rules.yml
+    or the delay line's source, which is compiled on a node; or the compiled parsers'
+    extension; not the C source that extension is built from)."""
     return {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*")
-            if p.is_file() and p.suffix not in (".py", ".pyc", ".c")
+            if p.is_file() and p.suffix not in (".py", ".pyc") and p.name != "_speedups.c"
             and "__pycache__" not in p.parts}
 
 
@@ -71,6 +72,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_holds_every_subpackage_and_data_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "interop_runner/parsers/perf_rules.yml" in names
+    assert "interop_runner/testbed/path/delayline.c" in names
     # the parsers' compiled loops, built with the wheel (setup.py)
     assert any(n.startswith("interop_runner/parsers/_speedups.") and n.endswith(".so")
                for n in names)

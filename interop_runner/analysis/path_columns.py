@@ -34,10 +34,11 @@ PATH_COLUMNS: dict[str, tuple[str, str, str]] = {
     "bottleneck_overlimits": ("Int64", "", "tbf overlimits (packets that had to wait)"),
     "bottleneck_backlog_peak_bytes": ("Int64", "bytes",
                                       "largest bottleneck backlog sampled (every 50 ms)"),
-    "path_loss_drops": ("Int64", "packets", "packets the random-loss rule dropped"),
+    "path_loss_drops": ("Int64", "packets", "packets the random-loss rule dropped (router)"),
     "delayline_received": ("Int64", "packets", "packets the data delay line received"),
     "delayline_delivered": ("Int64", "packets", "packets the data delay line delivered"),
-    "delayline_dropped": ("Int64", "packets", "packets the data delay line dropped"),
+    "delayline_dropped": ("Int64", "packets", "packets the data delay line dropped (loss, "
+                          "buffer; server-egress: the path's random loss too)"),
     "delayline_reordered": ("Int64", "packets", "delivered out of their arrival order"),
     "delayline_cpu_s": ("Float64", "s", "CPU time of every delay line during the attempt"),
 }

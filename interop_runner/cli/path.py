@@ -62,5 +62,6 @@ def _line(item: dict[str, Any]) -> str:
     shown = "not measured" if measured is None else f"{measured:.4g}"
     allowed = f" ±{item['tolerance']:.3g}" if item.get("tolerance") else ""
     detail = f" ({item['detail']})" if item.get("detail") else ""
+    unit = f" {item['unit']}" if item.get("unit") else ""  # loss is a plain fraction
     return (f"{item['parameter']}: configured {item['configured']:.4g}, measured {shown}"
-            f"{allowed} {item['unit']}{detail}")
+            f"{allowed}{unit}{detail}")

@@ -14,6 +14,7 @@ the Ethernet header, which tbf counts) or a multiple of the bandwidth-delay prod
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ def parse_rate(value: Any) -> int:
         if not match:
             raise ValueError(f"cannot parse rate {value!r} (use e.g. 20mbit, 1gbit)")
         number, unit = float(match.group(1)), (match.group(2) or "bit").lower()
+    if not math.isfinite(number):
+        raise ValueError(f"rate {value!r} is not a finite number")
     bits = int(round(number * _RATE_FACTORS[unit]))
     if bits < 8000:
         raise ValueError(f"rate {value!r} is below 8 kbit/s")
@@ -60,6 +63,8 @@ def parse_ms(value: Any) -> float:
         if not match:
             raise ValueError(f"cannot parse time {value!r} (use e.g. 50ms, 1s)")
         ms = float(match.group(1)) * _TIME_FACTORS[(match.group(2) or "ms").lower()]
+    if not math.isfinite(ms):
+        raise ValueError(f"time {value!r} is not a finite number")
     if ms < 0:
         raise ValueError("a time cannot be negative")
     return ms
@@ -144,7 +149,8 @@ class PathTolerance(_Strict):
     rtt_ms: float = Field(0.5, ge=0)  # base RTT: within max(rtt_ms, rtt_rel x RTT)
     rtt_rel: float = Field(0.02, ge=0)
     rate_rel: float = Field(0.03, ge=0)  # bottleneck rate at the wire
-    queue_ms: float = Field(1.0, ge=0)  # full-buffer queueing delay: max(queue_ms, queue_rel)
+    # full-buffer queueing delay: within max(queue_ms, two packets at the rate, queue_rel x it)
+    queue_ms: float = Field(1.0, ge=0)
     queue_rel: float = Field(0.10, ge=0)
     loss_confidence: float = Field(0.99, gt=0, lt=1)  # binomial interval of the loss rate
 
@@ -193,13 +199,16 @@ class PathConfig(_Strict):
             raise ValueError("a path needs `rate` and `rtt` (or `links`, or `trace` and `rtt`)")
         elif self.trace is not None and self.rtt is None:
             raise ValueError("a path with a `trace` needs `rtt`")
+        elif self.trace is not None and self.rate is not None:
+            raise ValueError("give `trace` or `rate`, not both (the trace sets the rate)")
         if self.reorder_timeout is not None and self.links is None:
             raise ValueError("`reorder_timeout` reorders packets split over two links: give "
                              "`links`")
         if self.links is None and self.trace is None:
             buffer = parse_buffer(self.buffer if self.buffer is not None else "1bdp")
             if buffer.bytes(self.rate, self.rtt) < WIRE_PACKET:
-                raise ValueError(f"buffer {self.buffer!r} is smaller than one packet "
+                shown = repr(self.buffer) if self.buffer is not None else "1bdp (the default)"
+                raise ValueError(f"buffer {shown} is smaller than one packet "
                                  f"({WIRE_PACKET} bytes at the bottleneck)")
         return self
 
@@ -211,6 +220,9 @@ class PathConfig(_Strict):
             raise ValueError("give `links` or `rate`/`trace`, not both")
         if self.jitter or self.loss:
             raise ValueError("with `links`, give jitter and loss per link")
+        if self.rtt is not None or self.buffer is not None:
+            raise ValueError("with `links`, give each link its `delay` and `buffer` (and the "
+                             "reverse direction's `reverse_delay`), not `rtt` or `buffer`")
 
     def resolved(self, base: Path | None = None) -> "ResolvedPath":
         """The numbers a backend needs; ``base``: the directory a relative trace is in."""

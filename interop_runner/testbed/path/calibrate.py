@@ -14,9 +14,12 @@ data direction with its bottleneck):
    over reordered links measures the transport, not the path; as batch splitting leaves a
    link idle while the other gets its batch, two links' sum is only an upper bound there;
 3. **queueing delay at a full buffer**: pings while a UDP flow overloads the bottleneck
-   (1.3 x its rate, so the buffer fills whatever the congestion control or loss): their
-   90th percentile minus that of the idle pings (jitter taken back out), against
-   buffer / rate;
+   (1.3 x its rate, so the buffer fills whatever the congestion control or loss; sent
+   every 50 µs: with iperf3's default of a burst every 1 ms the queue drains between bursts):
+   their 90th percentile minus that of the idle pings (a median under load samples a queue
+   that also drains; the idle p90 takes the same share of jitter back out), against
+   buffer / rate (a byte buffer holds whole packets and the packet ahead of a ping is partly
+   sent, so at least two packets at the rate are allowed);
 4. **loss**: 3000 pings 2 ms apart; the configured rate must lie in the binomial confidence
    interval of the measured one (Clopper-Pearson).
 
@@ -26,6 +29,7 @@ PathTolerance`, justified in docs/paths.md).
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,7 +37,7 @@ from typing import Any
 
 from scipy.stats import binomtest
 
-from interop_runner.config.path import PathTolerance, ResolvedPath
+from interop_runner.config.path import WIRE_PACKET, PathTolerance, ResolvedPath
 from interop_runner.errors import ExecutorError, PathError
 from interop_runner.parsers.common import ParseError
 from interop_runner.parsers.iperf3 import IperfResult, parse_iperf3
@@ -44,8 +48,10 @@ TCP_WIRE_OVERHEAD = 66  # IPv4 20 + TCP 20 + timestamps 12 + Ethernet 14 bytes p
 UDP_WIRE_OVERHEAD = 42  # IPv4 20 + UDP 8 + Ethernet 14
 UDP_PAYLOAD = 1448
 OVERLOAD = 1.3  # the UDP flows' rate as a multiple of the bottleneck's
+PACING_US = 50  # µs between the UDP overload's sends
 RATE_SECONDS, WARMUP_SECONDS = 5, 2
 LOSS_PINGS = 3000
+QUEUE_PACKETS = 2  # the full-buffer check allows at least this many packets at the rate
 
 
 @dataclass
@@ -62,10 +68,12 @@ class Check:
 
     def line(self) -> str:
         """``rtt: configured 50 ms, measured 51.2 ms (allowed ±1 ms)``."""
-        measured = "not measured" if self.measured is None else f"{self.measured:.4g} {self.unit}"
-        allowed = f" (allowed ±{self.tolerance:.3g} {self.unit})" if self.tolerance else ""
+        unit = f" {self.unit}" if self.unit else ""  # loss is a plain fraction
+        measured = ("not measured" if self.measured is None
+                    else f"measured {self.measured:.4g}{unit}")
+        allowed = f" (allowed ±{self.tolerance:.3g}{unit})" if self.tolerance else ""
         extra = f"; {self.detail}" if self.detail else ""
-        return (f"{self.parameter}: configured {self.configured:.4g} {self.unit}, measured "
+        return (f"{self.parameter}: configured {self.configured:.4g}{unit}, "
                 f"{measured}{allowed}{extra}")
 
 
@@ -115,7 +123,8 @@ class Calibration:
 def _within(configured: float, measured: float, absolute: float, relative: float
             ) -> tuple[bool, float]:
     allowed = max(absolute, relative * configured)
-    return abs(measured - configured) <= allowed, allowed
+    difference = abs(measured - configured)  # 19.2 - 10.2 is 8.999999999999998: not a miss
+    return difference <= allowed or math.isclose(difference, allowed), allowed
 
 
 def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list[Check]:
@@ -140,7 +149,11 @@ def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list
                             measured.rate_wire_bps / 1e6, allowed, ok, detail))
     full = path.full_queue_ms
     if full is not None and measured.queue_ms is not None:
-        ok, allowed = _within(full, measured.queue_ms, tol.queue_ms, tol.queue_rel)
+        # a ping finds the buffer short of full by up to two packets: it holds whole
+        # packets only, and the one ahead is partly sent (1.2 ms at 20 Mbit/s)
+        packets_ms = QUEUE_PACKETS * WIRE_PACKET * 8000.0 / path.rate_bps
+        ok, allowed = _within(full, measured.queue_ms, max(tol.queue_ms, packets_ms),
+                              tol.queue_rel)
         checks.append(Check("queue", "ms", full, measured.queue_ms, allowed, ok,
                             "queueing delay of a full buffer (buffer / rate)"))
     if measured.loss is not None and measured.loss_ci is not None:
@@ -154,9 +167,9 @@ def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list
 
 def _udp_overload(path: ResolvedPath) -> list[str]:
     """iperf3 arguments of the UDP flow that overloads the bottleneck: 1.3 x its rate, sent
-    every 50 µs (iperf3's default 1 ms timer sends bursts the queue partly drains between)."""
+    every ``PACING_US`` (iperf3's default 1 ms timer sends bursts the queue drains between)."""
     return ["-u", "-b", str(int(OVERLOAD * path.rate_bps)), "-l", str(UDP_PAYLOAD),
-            "--pacing-timer", "50"]
+            "--pacing-timer", str(PACING_US)]
 
 
 def p90(values: "list[float] | tuple[float, ...]") -> float:

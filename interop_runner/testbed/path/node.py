@@ -2,9 +2,10 @@
 the delay line's build, applying a :class:`~.rules.PathSetup` with every undo journaled, the
 path's counters, and removing it.
 
-The undo commands go to the node's knob journal (``<workdir>/restore.sh``), the delay lines
-are background process groups in its process journal: so a runner killed with a path active
-leaves nothing that the next campaign's start or ``run.py testbed restore`` does not remove.
+The undo commands go to the node's path journal (``<workdir>/path-restore.sh``, apart from
+its knob journal), the delay lines are background process groups in its process journal: so a
+runner killed with a path active leaves nothing that the next campaign's start or ``run.py
+testbed restore`` does not remove.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ backend does what (docs/paths.md):
 * ``netem`` (kernels with netem, real testbeds): netem for delay, jitter and loss, with a tbf
   child as the bottleneck (its ``limit`` is the buffer);
 * ``nfqueue`` (kernels without netem, such as this project's CI machine): tbf for the rate and
-  buffer, iptables ``statistic`` for random loss, and the delay line (``delayline.c``) on
-  NFQUEUE for delay, jitter, two links and traces.
+  buffer, iptables ``statistic`` for random loss (on the server's egress the delay line:
+  :func:`loss_in_delay_line`), and the delay line (``delayline.c``) on NFQUEUE for delay,
+  jitter, two links and traces.
 
 Placements: ``router`` (a third node; the data direction leaves through its interface towards
 the client, the reverse direction through its interface towards the server) or
@@ -154,13 +155,15 @@ def nfqueue_setup(path: ResolvedPath, placement: Placement, program: str) -> Pat
         steps.append(_qdisc(placement.reverse_qdisc_if,
                             *tbf_args(path.reverse_rate_bps, 10 * 1000 * 1000)))
     steps += _chain_steps(placement)
-    if path.loss and path.links is None:
+    line_loss = loss_in_delay_line(path, placement)
+    if path.loss and path.links is None and not line_loss:
         steps.append(_rule(placement.data_hook, "-m", "statistic", "--mode", "random",
                            "--probability", f"{path.loss:.6f}", "-j", "DROP"))
-    if path.data_delay_line:
+    if path.data_delay_line or line_loss:
         steps.append(_rule(placement.data_hook, "-j", "NFQUEUE", "--queue-num",
                            str(DATA_QUEUE)))
-        lines.append(DelayLineSpec("data", DATA_QUEUE, (program, *data_line_args(path))))
+        lines.append(DelayLineSpec("data", DATA_QUEUE,
+                                   (program, *data_line_args(path, loss=line_loss))))
     if path.reverse_delay_ms > 0:
         steps.append(_rule(placement.reverse_hook, "-j", "NFQUEUE", "--queue-num",
                            str(REVERSE_QUEUE)))
@@ -170,8 +173,19 @@ def nfqueue_setup(path: ResolvedPath, placement: Placement, program: str) -> Pat
     return PathSetup("nfqueue", placement, tuple(steps), tuple(lines), bottleneck)
 
 
-def data_line_args(path: ResolvedPath) -> list[str]:
-    """The data direction's delay line: one link with jitter, two links, or a trace."""
+def loss_in_delay_line(path: ResolvedPath, placement: Placement) -> bool:
+    """Whether the delay line drops the random loss of the data direction (nfqueue backend).
+
+    On the server's egress the packets are the node's own: an iptables DROP there is an error
+    to the sender (EPERM from sendmsg: iperf3 and QUIC stacks give up, TCP retransmits at once
+    without seeing a loss), while the delay line's verdict comes after sendmsg returned, as a
+    loss on the wire does. On a router the packets are forwarded and iptables drops them."""
+    return bool(path.loss) and path.links is None and placement.kind == "server-egress"
+
+
+def data_line_args(path: ResolvedPath, loss: bool = False) -> list[str]:
+    """The data direction's delay line: one link with jitter, two links, or a trace; with
+    ``loss``, it also drops the path's random loss (:func:`loss_in_delay_line`)."""
     args = ["--queue", str(DATA_QUEUE)]
     if path.links is not None:
         assert path.split is not None
@@ -186,6 +200,8 @@ def data_line_args(path: ResolvedPath) -> list[str]:
         args += ["--trace", "TRACE", "--trace-buffer", str(path.buffer_bytes)]
     if path.data_delay_ms or path.jitter:
         args += ["--delay", _ms(path.data_delay_ms), "--jitter", f"{path.jitter:g}"]
+    if loss:
+        args += ["--loss", f"{path.loss:.6f}"]
     return args
 
 
