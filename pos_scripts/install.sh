@@ -34,7 +34,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CORE_PACKAGES=(openssh-server openssh-client nginx curl iproute2 ethtool procps util-linux
                coreutils b3sum openssl python3 python3-venv git ca-certificates sysstat
                linux-perf tcpdump ifstat hwloc-nox zstd iptables iputils-ping
-               gcc libc6-dev python3-dev)  # the last three: the parsers' compiled loops (setup.py)
+               gcc libc6-dev python3-dev  # these three: the parsers' compiled loops, setup.py
+               # the path's router on the local testbed: the delay line's build, calibration
+               iperf3 libnetfilter-queue-dev)
 # Image implementations: the nodes' engines; base images (build-base-image.sh).
 IMAGE_PACKAGES=(docker.io mmdebstrap)
 # The tests: the report and notebook tests' browser; the engine tests' image (made offline).

@@ -183,7 +183,10 @@ def test_package_list_covers_what_the_runner_uses() -> None:
     management_only = {"openssh-client", "git", "shellcheck", "chromium", "chromium-driver",
                        "fonts-dejavu-core",  # the report test's browser
                        "mmdebstrap", "busybox-static",  # base images; the engine tests' image
-                       "gcc", "libc6-dev", "python3-dev"}  # the parsers' compiled loops
+                       "gcc", "libc6-dev", "python3-dev",  # the parsers' compiled loops
+                       # the local testbed's path router (a namespace of the management host):
+                       # the delay line's build, calibration; not a server's or client's
+                       "iperf3", "libnetfilter-queue-dev"}
     for name in set(block.split()) - management_only:
         assert name in packages, f"{name} (install.sh) missing"
     # the tools the runner and the monitors call: the packages that provide them

@@ -264,6 +264,7 @@ static uint32_t pkt_alloc(void)
 		uint32_t old = pool_cap, cap = old ? old * 2 : 1024;
 
 		pool = xrealloc(pool, cap * sizeof(*pool));
+		memset(pool + old, 0, (cap - old) * sizeof(*pool)); /* .used = 0: release_all */
 		free_list = xrealloc(free_list, cap * sizeof(*free_list));
 		for (uint32_t i = cap; i > old; i--)
 			free_list[n_free++] = i - 1;
