@@ -9,7 +9,8 @@ notebooks are written without outputs. Every notebook has the same structure:
 3. setup: ``QIR_RESULTS`` (``:``-separated paths) overrides ``RESULTS``, then ``load_results``;
 4. the summary statistics per cell (``cell_stats``);
 5. per view: the figure, the frame it plots, and a check that the figure has data (or a
-   one-line "no data for this view" when the results hold none for it).
+   one-line "no data for this view" when the results hold none for it); a table without a
+   figure (``TableCell``) is shown with its row count (or "no data for this table").
 """
 
 # mypy: disable-error-code="no-untyped-call, no-any-return"
@@ -37,13 +38,22 @@ class ViewCell:
 
 
 @dataclasses.dataclass(frozen=True)
+class TableCell:
+    """A table in a notebook (a frame without a figure): its call and the prose before it."""
+
+    call: str  # e.g. "views.path_calibration_frame(frame)"
+    name: str  # variable: table_<name>
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Book:
     """One notebook."""
 
     file: str
     title: str
     intro: str
-    views: tuple[ViewCell, ...]
+    views: tuple[ViewCell | TableCell, ...]
     results: str = DEFAULT_RESULTS
 
 
@@ -100,6 +110,20 @@ def view_cells(view: ViewCell) -> list[nbformat.NotebookNode]:
     ]
 
 
+def table_cells(table: TableCell) -> list[nbformat.NotebookNode]:
+    """Markdown and table cells of a table; an empty one says that it has no data."""
+    name = f"table_{table.name}"
+    return [
+        new_markdown_cell(table.text),
+        new_code_cell(
+            f"{name} = {table.call}\n"
+            f"if {name}.empty:\n"
+            f"    print(f\"no data for this table in {{RESULTS}}\")\n"
+            f"print(f\"table {table.name}: {{len({name})}} row(s)\")\n"
+            f"{name}"),
+    ]
+
+
 def notebook(book: Book) -> nbformat.NotebookNode:
     """The notebook of one Book."""
     params = new_code_cell(
@@ -109,8 +133,8 @@ def notebook(book: Book) -> nbformat.NotebookNode:
     params.metadata["tags"] = ["parameters"]
     cells = [new_markdown_cell(f"# {book.title}\n\n{book.intro}"), params,
              new_code_cell(SETUP), new_markdown_cell(SUMMARY_MD), new_code_cell(SUMMARY)]
-    for view in book.views:
-        cells += view_cells(view)
+    for item in book.views:
+        cells += view_cells(item) if isinstance(item, ViewCell) else table_cells(item)
     stem = book.file.removesuffix(".ipynb")
     for i, cell in enumerate(cells):  # stable ids: a rebuild changes nothing it need not
         cell["id"] = f"{stem}-{i:02d}"
@@ -243,6 +267,34 @@ BOOKS = (
          (ViewCell("views.bottlenecks(frame)", "bottlenecks", "## Bottleneck labels per cell"),
           ViewCell("views.goodput_over_time(RESULTS)", "timeline",
                    "## Receive rate over time"))),
+    Book("paths.ipynb", "Emulated paths: goodput against the bottleneck buffer",
+         "Campaigns over an emulated path (`path:` block, docs/paths.md): a bottleneck rate, "
+         "a base round-trip time and a droptail buffer, swept in multiples of the "
+         "bandwidth-delay product (BDP = rate x base RTT; e.g. 0.5, 1, 3 and 5 BDP at "
+         "20 Mbit/s and 50 ms). Goodput is shown as a fraction of the configured bottleneck "
+         "rate (`goodput_fraction`), so paths of different rates share one scale.\n\n"
+         "**What to look for**:\n\n"
+         "- **Calibration first**: before its first attempt the runner measured each path "
+         "(base RTT by ping, rate by one kernel TCP flow, the queueing delay of a full "
+         "buffer, loss). A path whose measurement missed its configuration is not the path "
+         "in the figure's title; `calibration_ok` says so and the panel is marked.\n"
+         "- **The buffer**: one loss-based flow needs about one BDP of buffer to keep the "
+         "link busy after a loss (Reno halves its window; CUBIC backs off less and needs "
+         "less); below that goodput falls short of the rate, above it only the queueing "
+         "delay grows. Compare QUIC stacks (congestion control in user space, pacing) with "
+         "TCP/TLS (the kernel's) at 0.5 BDP.\n"
+         "- **The bottleneck's counters** per attempt: `bottleneck_drops` (the buffer "
+         "overflowing), `bottleneck_overlimits` (packets that waited for tokens) and, on the "
+         "nfqueue backend, the delay lines' counters (`delayline_*`: dropped, reordered).\n\n"
+         "Goodput counts only the file's bytes over the whole transfer, so even a fully "
+         "used link stays a few percent below 1 (packet headers, retransmissions, the "
+         "handshake and slow start).",
+         (TableCell("views.path_calibration_frame(frame)", "calibration",
+                    "## Calibration: configured against measured, per path"),
+          ViewCell("views.path_buffer_sweep(frame)", "paths",
+                   "## Goodput fraction per bottleneck buffer"),
+          TableCell("views.path_counters_frame(frame)", "counters",
+                    "## Bottleneck and delay-line counters per attempt"))),
 )
 
 

@@ -7,7 +7,8 @@ say so. Which views have data is decided from the result set, per notebook (``PL
 
 ``test_notebook_on_sample`` runs on ``tests/data/results-sample`` (no testbed);
 ``test_notebook_on_real_results`` on the ``analysis_results`` fixture (the local testbed, or
-``QIR_TEST_RESULTS``).
+``QIR_TEST_RESULTS``); ``test_paths_notebook_on_the_path_sample`` runs ``paths.ipynb`` on
+``tests/data/path-sample`` (one real attempt over an emulated path).
 """
 
 # mypy: disable-error-code="no-untyped-call, no-any-return"
@@ -32,6 +33,7 @@ from .analysis_fixture import analysis_results  # noqa: F401 (fixture)
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SAMPLE = ROOT / "tests" / "data" / "results-sample"
+PATH_SAMPLE = ROOT / "tests" / "data" / "path-sample"
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")
                if p.name not in ("compare.ipynb", "history.ipynb"))  # hand-written, own tests
 CHECK = re.compile(r"^(\w+): (\d+) axes, (\d+) row\(s\)$", re.MULTILINE)
@@ -153,6 +155,7 @@ def plan(results: Results) -> dict[str, tuple[list[Path], dict[str, bool]]]:
         "perf.ipynb": (own("profile"), {"perf": _has_perf(own("profile"))}),
         "overview.ipynb": (every, {"bottlenecks": True,
                                    "timeline": _has_rates(every)}),
+        "paths.ipynb": (own("paths"), {"paths": "paths" in results}),
     }
 
 
@@ -164,7 +167,7 @@ def test_notebooks_are_built_by_the_generator() -> None:
     assert proc.returncode == 0, proc.stderr
     assert set(NAMES) == {"buffers.ipynb", "crypto.ipynb", "interop.ipynb", "perf.ipynb",
                           "hardware.ipynb", "offloads.ipynb", "pinning.ipynb",
-                          "overview.ipynb"}
+                          "overview.ipynb", "paths.ipynb"}
     for name in NAMES:
         nb = nbformat.read(NOTEBOOKS / name, as_version=4)
         nbformat.validate(nb)
@@ -196,3 +199,21 @@ def test_notebook_on_real_results(name: str, analysis_results: Results,  # noqa:
     campaigns, expect = plan(analysis_results)[name]
     nb = execute(name, campaigns, monkeypatch)
     check_views(name, nb, expect)
+
+
+def test_paths_notebook_on_the_path_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    """The calibration table, the buffer figure and the counters of a real path campaign."""
+    target = tmp_path / PATH_SAMPLE.name
+    shutil.copytree(PATH_SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
+    campaigns, expect = plan({"paths": target})["paths.ipynb"]
+    assert expect == {"paths": True}
+    nb = execute("paths.ipynb", campaigns, monkeypatch)
+    output = texts(nb)
+    assert "1 attempt(s) from 1 campaign(s)" in output
+    check_views("paths.ipynb", nb, expect)
+    assert "paths: 1 axes, 1 row(s)" in output
+    assert "table calibration: 1 row(s)" in output and "table counters: 1 row(s)" in output
+    assert "no data for this table" not in output
+    assert "path-e332eb1128b4" in output and "rtt_calibrated_ms" in output
+    assert "bottleneck_drops" in output and "14525" in output  # the counters, per attempt

@@ -38,6 +38,7 @@ from .analysis_fixture import analysis_results  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "data" / "results-sample"
+PATH_SAMPLE = ROOT / "tests" / "data" / "path-sample"  # one attempt over an emulated path
 CHROMIUM = os.environ.get("QIR_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -402,6 +403,44 @@ def test_same_campaign_in_two_places_gets_two_sections(sample_copy: Path,
     figures = re.findall(r'<figure id="([^"]+)"', html)
     assert len(figures) == len(set(figures)) == 2 * len(figure_names(html)) > 0
     assert {p.stem for p in (out / "figures").glob("*.svg")} == set(figures)
+
+
+def test_paths_section_only_for_a_campaign_with_a_path(sample_copy: Path,
+                                                        tmp_path: Path) -> None:
+    """The Paths view (goodput per bottleneck buffer and the calibration table) in the
+    section of the campaign over a path; the direct-link campaign says it has none."""
+    path_copy = sample_copy.parent / PATH_SAMPLE.name
+    shutil.copytree(PATH_SAMPLE, path_copy, ignore=shutil.ignore_patterns(".cache"))
+    out = tmp_path / "out"
+    proc = run_report(str(path_copy), str(sample_copy), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr
+    html = (out / "report.html").read_text()
+    assert_self_contained(html)
+    over_path, direct = html.split("<section ")[1:]
+    assert "pathcheck_" in over_path and SAMPLE.name in direct
+    assert '__paths"' in over_path and '__paths"' not in direct
+    figure = over_path.split('__paths"')[1].split("</figure>")[0]
+    assert "<b>Paths: goodput against the bottleneck buffer</b>" in figure
+    calibration = figure.split("<b>Path calibration: configured against measured</b>")[1]
+    calibration = calibration.split("</table>")[0]
+    head = re.findall(r"<th>([^<]*)</th>", calibration)
+    cells = dict(zip(head, re.findall(r"<td[^>]*>([^<]*)</td>", calibration)))
+    assert cells["path_key"] == "path-e332eb1128b4" and cells["backend"] == "nfqueue"
+    assert (cells["rtt_configured_ms"], cells["rtt_calibrated_ms"]) == ("20.0", "20.2")
+    assert (cells["rate_configured_mbps"], cells["rate_calibrated_mbps"]) == ("20.0", "19.8")
+    assert (cells["queue_configured_ms"], cells["queue_calibrated_ms"]) == ("20.0", "18.6")
+    assert cells["loss_calibrated"] == "–" and cells["calibration_ok"] == "yes"
+    data = figure.split("<summary>data (1 row(s))</summary>")[1]
+    assert "<th>goodput_fraction_median</th>" in data and ">0.934<" in data
+    assert "Paths: goodput against the bottleneck buffer: skipped" not in over_path
+    assert ("Paths: goodput against the bottleneck buffer: skipped, no emulated path in this "
+            "campaign (the direct link)") in direct
+    assert "Path calibration" not in direct
+    for suffix in ("png", "svg"):
+        assert list((out / "figures").glob(f"pathcheck_*__paths.{suffix}"))
+    assert_renders(out / "report.html", tmp_path / "paths.png",
+                   min_figures=html.count("<figure "))
 
 
 @pytest.mark.parametrize("make, message", [

@@ -22,13 +22,14 @@ from interop_runner.analysis.views import (  # noqa: E402
     host_facts,
     interop_heatmap,
     offloads,
+    path_buffer_sweep,
     perf_categories,
     pinning,
 )
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample"
 VIEWS = [buffer_sweep, crypto, interop_heatmap, perf_categories, hardware, offloads, pinning,
-         bottlenecks]
+         bottlenecks, path_buffer_sweep]
 
 
 def artists(fig: Figure) -> int:
@@ -60,7 +61,8 @@ NO_DATA_FOR = {"buffer_sweep": "no data for goodput",
                "hardware": "no data for testbed",
                "offloads": "no data for an offload preset axis (knobs.offload)",
                "pinning": "no data for a pinning axis (server_knobs.pin / client_knobs.pin)",
-               "bottlenecks": "no data for bottleneck labels"}
+               "bottlenecks": "no data for bottleneck labels",
+               "path_buffer_sweep": "no data for an emulated path (path_* columns)"}
 
 
 def rows(**common):
@@ -362,8 +364,8 @@ def test_the_real_sample_through_every_view():
     assert "no data for CPU max frequency" in texts(fig)
     table, fig = bottlenecks(data)
     assert table["ok"].tolist() == [1] and table["most_common"].notna().all()
-    for view in (buffer_sweep, crypto, offloads, pinning, perf_categories):
-        table, fig = view(data)  # no sweep, no perf in the sample: honest "no data"
+    for view in (buffer_sweep, crypto, offloads, pinning, perf_categories, path_buffer_sweep):
+        table, fig = view(data)  # no sweep, no perf, no path in the sample: honest "no data"
         assert table.empty and "no data for" in texts(fig), view.__name__
     table, fig = goodput_over_time(SAMPLE)
     assert table.empty and "no data for" in texts(fig)

@@ -37,11 +37,12 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     from interop_runner.analysis.views import hardware as hardware
     from interop_runner.analysis.views import interop_heatmap as interop_heatmap
     from interop_runner.analysis.views import offloads as offloads
+    from interop_runner.analysis.views import path_buffer_sweep as path_buffer_sweep
     from interop_runner.analysis.views import perf_categories as perf_categories
     from interop_runner.analysis.views import pinning as pinning
 
 _VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
-          "interop_heatmap", "offloads", "perf_categories", "pinning")
+          "interop_heatmap", "offloads", "path_buffer_sweep", "perf_categories", "pinning")
 
 
 def __getattr__(name: str) -> _Any:

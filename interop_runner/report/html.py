@@ -86,7 +86,7 @@ def format_cell(value: Any) -> tuple[str, bool]:
         return ", ".join(format_cell(v)[0] for v in value), False
     if _is_missing(value):
         return "–", False
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):  # numpy 1, 2
         return ("yes" if value else "no"), False
     if isinstance(value, numbers.Integral):
         return f"{int(value)}", True
@@ -210,14 +210,19 @@ def _relative_any(path: Path, roots: Sequence[Path]) -> str:
 
 def figure_html(fig: RenderedFigure) -> str:
     """One figure: the SVG as an <img> data URI (ids of several SVGs cannot clash), caption,
-    and the data it plots in a collapsed table."""
+    the view's own table when it has one (folded when long), and the data it plots in a
+    collapsed table."""
     data = base64.b64encode(fig.svg.encode()).decode()
     files = ", ".join(f"figures/{p.name}" for p in fig.files)
     wide = ' class="wide"' if svg_width_px(fig.svg) > WIDE_PX else ""
+    table = ""
+    if fig.table is not None and fig.view.table is not None:
+        title = fig.view.table[1]
+        table = f"<b>{esc(title)}</b>{folded_table(fig.table, title)}"
     return (f'<figure id="{esc(fig.stem)}"{wide}><img class="fig" alt="{esc(fig.view.title)}" '
             f'src="data:image/svg+xml;base64,{data}">'
             f"<figcaption><b>{esc(fig.view.title)}</b>{esc(fig.view.about)} "
-            f'<span class="muted">({esc(files)})</span>'
+            f'<span class="muted">({esc(files)})</span>{table}'
             f"<details><summary>data ({len(fig.data)} row(s))</summary>"
             f"{html_table(fig.data, max_rows=MAX_TABLE_ROWS)}</details>"
             "</figcaption></figure>")

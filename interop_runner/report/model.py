@@ -37,6 +37,10 @@ class View:
     needs_testbeds: int = 1  # fewer testbeds in the campaign: nothing to compare, skipped
     needs_pairs: int = 1  # likewise for server/client pairs
     module: str = "interop_runner.analysis.views"  # where ``function`` lives
+    # (frame column, why skipped): without any value in that column the view is skipped
+    needs_column: tuple[str, str] | None = None
+    # (function in ``module``, title): a table of the same input shown with the figure
+    table: tuple[str, str] | None = None
 
 
 @dataclasses.dataclass
@@ -48,6 +52,7 @@ class RenderedFigure:
     data: "pd.DataFrame"
     files: list[Path]
     stem: str  # <campaign slug>__<view name>: file name stem and HTML id
+    table: "pd.DataFrame | None" = None  # the view's own table (View.table), shown with it
 
 
 @dataclasses.dataclass

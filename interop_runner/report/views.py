@@ -31,6 +31,18 @@ VIEWS: tuple[View, ...] = (
          "Goodput against the UDP receive buffer (multiples of 208 KiB). Look for the knee "
          "where goodput stops rising, and for receive-buffer drops and ACK counts falling "
          "with larger buffers."),
+    View("paths", "Paths: goodput against the bottleneck buffer", "path_buffer_sweep",
+         "frame",
+         "Goodput as a fraction of the configured bottleneck rate (dashed: 1) against the "
+         "bottleneck buffer in bandwidth-delay products, one panel per emulated path, one "
+         "line per pair, the repetitions' min-max as error bars (a cross at 0: no successful "
+         "attempt). One loss-based flow leaves the link idle after a loss when the buffer is "
+         "below about one BDP (Reno; CUBIC backs off less and needs less), larger buffers "
+         "only add queueing delay. The table compares each path's configuration with what "
+         "its calibration measured before the first attempt; a panel whose calibration "
+         "missed says so in its title.",
+         needs_column=("path_key", "no emulated path in this campaign (the direct link)"),
+         table=("path_calibration_frame", "Path calibration: configured against measured")),
     View("crypto", "Ciphers and AES hardware (Fig. 5)", "crypto", "frame",
          "AES-GCM with and without AES-NI against ChaCha20-Poly1305. QUIC usually loses less "
          "than TCP/TLS without hardware AES (small records, encrypted ACKs)."),
@@ -66,15 +78,16 @@ def _views_module() -> Any:
     return views
 
 
-def _view_function(view: View) -> Callable[[Any], tuple[Any, Any]] | None:
-    """The function that draws a view, None when its module does not have it."""
+def _view_function(view: View, name: str | None = None) -> Callable[[Any], Any] | None:
+    """The function that draws a view (or its function ``name``: the view's table), None
+    when its module does not have it."""
     import importlib
 
     try:
         module = importlib.import_module(view.module)
     except ImportError:
         return None
-    function: Callable[[Any], tuple[Any, Any]] | None = getattr(module, view.function, None)
+    function: Callable[[Any], Any] | None = getattr(module, name or view.function, None)
     return function
 
 
@@ -123,6 +136,7 @@ def render_views(campaign: ReportCampaign, figures_dir: Path,
             else [campaign.directory]
         try:
             data, fig = function(arg)
+            table = _view_table(view, arg)
         except no_data_errors as exc:
             campaign.skipped.append(Skipped(view, f"no data: {exc}"))
             continue
@@ -137,12 +151,29 @@ def render_views(campaign: ReportCampaign, figures_dir: Path,
             continue
         stem = f"{campaign.slug}__{view.name}"
         files = save_figure(fig, figures_dir, stem)
-        campaign.figures.append(RenderedFigure(view, figure_svg(fig), data, files, stem))
+        campaign.figures.append(RenderedFigure(view, figure_svg(fig), data, files, stem,
+                                               table))
         plt.close(fig)
 
 
+def _view_table(view: View, arg: Any) -> "pd.DataFrame | None":
+    """The view's own table (``View.table``) of the same input; None when it has none."""
+    if view.table is None:
+        return None
+    function = _view_function(view, view.table[0])
+    if function is None:
+        raise LookupError(f"{view.table[0]} missing in {view.module}")
+    table: pd.DataFrame = function(arg)
+    return table
+
+
 def _not_applicable(view: View, frame: "pd.DataFrame") -> str | None:
-    """Why a view says nothing about this campaign (too few testbeds or pairs), else None."""
+    """Why a view says nothing about this campaign (too few testbeds or pairs, no value in
+    the column it needs), else None."""
+    if view.needs_column is not None:
+        column, reason = view.needs_column
+        if column not in frame.columns or not frame[column].notna().any():
+            return reason
     testbeds = frame["testbed"].nunique() if "testbed" in frame.columns else 0
     if testbeds < view.needs_testbeds:
         return f"needs {view.needs_testbeds} testbeds to compare, this campaign has {testbeds}"

@@ -19,6 +19,9 @@ view                   what it plots                                            
 ``bottlenecks``        bottleneck labels per cell                                     -
 ``goodput_over_time``  client receive rate per second (ifstat)                        -
 ``ab_comparison``      A/B campaigns: change of B against A per cell with its CI      -
+``path_buffer_sweep``  emulated paths: goodput / bottleneck rate vs buffer in BDP,    -
+                       a panel per path; tables: ``path_calibration_frame``
+                       (configured vs calibrated), ``path_counters_frame``
 ``history_series``     one history series over its campaigns, change points marked   -
                        (input: the points and change points of analysis.history)
 =====================  ===========================================================  ========
@@ -29,10 +32,18 @@ from interop_runner.analysis.views.buffers import buffer_sweep
 from interop_runner.analysis.views.hardware import hardware, host_facts
 from interop_runner.analysis.views.history import history_series
 from interop_runner.analysis.views.overview import bottlenecks, interop_heatmap
+from interop_runner.analysis.views.paths import (
+    path_buffer_figure,
+    path_buffer_frame,
+    path_buffer_sweep,
+    path_calibration_frame,
+    path_counters_frame,
+)
 from interop_runner.analysis.views.pinning import pinning
 from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
 __all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "goodput_over_time",
            "hardware", "history_series", "host_facts", "interop_heatmap", "offloads",
-           "perf_categories", "pinning"]
+           "path_buffer_figure", "path_buffer_frame", "path_buffer_sweep",
+           "path_calibration_frame", "path_counters_frame", "perf_categories", "pinning"]

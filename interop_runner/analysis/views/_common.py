@@ -1,5 +1,6 @@
 """Shared pieces of the views: figures without pyplot, the "no data" figure, finding a sweep
-axis column, campaign metadata next to the attempts, grouped bars with intervals."""
+axis column, campaign metadata next to the attempts, grouped bars with intervals, a frame or
+campaign paths as input."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import functools
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,13 @@ from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import read_campaign
 
 PAIR = ["server", "client"]
+PathLike = Union[str, Path]
+Source = Union[pd.DataFrame, PathLike, Sequence[PathLike]]  # a frame, or campaign paths
+
+
+def as_paths(source: PathLike | Sequence[PathLike]) -> list[PathLike]:
+    """One path or several as a list."""
+    return [source] if isinstance(source, (str, Path)) else list(source)
 
 
 def figure(nrows: int = 1, ncols: int = 1, *, size: tuple[float, float] = (7.0, 4.0),

@@ -4,8 +4,6 @@ the receive rate over the seconds of a transfer."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -14,6 +12,8 @@ from matplotlib.figure import Figure
 from interop_runner.analysis.series import load_interface_rates, load_perf_categories
 from interop_runner.analysis.stats import ok_mask
 from interop_runner.analysis.views._common import (
+    Source,
+    as_paths,
     empty,
     figure,
     finish_share_bars,
@@ -22,8 +22,6 @@ from interop_runner.analysis.views._common import (
 )
 from interop_runner.parsers.perf import CATEGORIES
 
-PathLike = Union[str, Path]
-Source = Union[pd.DataFrame, PathLike, Sequence[PathLike]]
 PERF_COLUMNS = ["implementation", "role", "category", "attempts", "median_share", "mean_share"]
 RATE_COLUMNS = ["server", "client", "pair", "repetition", "attempt", "role", "iface", "t_s",
                 "rate_mbps"]
@@ -31,14 +29,10 @@ _WIDE = re.compile(r"^(server|client)_perf_(.+)_share$")
 _SLUGS = {c.lower().replace(" ", "_").replace("/", ""): c for c in CATEGORIES}
 
 
-def _paths(source: PathLike | Sequence[PathLike]) -> list[PathLike]:
-    return [source] if isinstance(source, (str, Path)) else list(source)
-
-
 def _perf_long(source: Source) -> pd.DataFrame:
     """One row per attempt, role and category: implementation, role, category, share."""
     if not isinstance(source, pd.DataFrame):
-        source = load_perf_categories(*_paths(source))
+        source = load_perf_categories(*as_paths(source))
     if {"category", "share", "role"} <= set(source.columns):  # load_perf_categories
         long = source
         if "scope" in long.columns:
@@ -128,7 +122,7 @@ def goodput_over_time(paths: Source) -> tuple[pd.DataFrame, Figure]:
     samples).
     """
     title = "Receive rate over time (ifstat)"
-    rates = paths if isinstance(paths, pd.DataFrame) else load_interface_rates(*_paths(paths))
+    rates = paths if isinstance(paths, pd.DataFrame) else load_interface_rates(*as_paths(paths))
     needed = {"role", "rx_mbps", "tx_mbps", "server", "client"}
     timed = "time_of_day" in rates.columns or "timestamp" in rates.columns
     if rates.empty or not needed <= set(rates.columns) or not timed:
