@@ -4,8 +4,10 @@
 # prompts; unknown host keys are refused as the runner refuses them, or added with a warning
 # where the testbed file sets ssh.trust_on_first_use), the data-plane interface
 # and its address, the tools the runner calls, and from the client a ping to the server's
-# data-plane address over the data interface. One line per check (ok / FAIL / warn / skip);
-# exit status 1 if any check failed, 2 for a bad testbed file or usage.
+# data-plane address over the data interface. A router (role router) is checked for its two
+# interfaces, IPv4 forwarding and its tools, and the ping then also goes through it (to the
+# endpoints' via_router addresses where they have them). One line per check (ok / FAIL / warn /
+# skip); exit status 1 if any check failed, 2 for a bad testbed file or usage.
 #
 # Usage: pos_scripts/check-testbed.sh [--timeout S] [--facts] TESTBED.yml
 #   --timeout S   SSH connect timeout in seconds (default: each node's ssh.connect_timeout)
@@ -19,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON=${QIR_PYTHON:-$ROOT/.venv/bin/python}
 PROG=check-testbed
 
-usage() { sed -n '10,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '12,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die() {
   printf '%s: %s\n' "$PROG" "$*" >&2
   exit 2
@@ -59,7 +61,7 @@ import ipaddress, math, os, shlex, sys
 from interop_runner.config.campaign import load_testbed
 from interop_runner.errors import ConfigError
 from interop_runner.monitors import MONITORS as MONITOR_SPECS
-from interop_runner.testbed.node import REQUIRED_TOOLS
+from interop_runner.testbed.node import REQUIRED_TOOLS, ROUTER_TOOLS
 
 try:
     tb = load_testbed(sys.argv[1])
@@ -96,13 +98,18 @@ for i, (name, n) in enumerate(sorted(tb.nodes.items(), key=lambda kv: kv[1].role
           f"KEY[{i}]={q(exp(s.key))} KNOWN[{i}]={q(exp(s.known_hosts or '~/.ssh/known_hosts'))} "
           f"CT[{i}]={max(1, math.ceil(timeout or s.connect_timeout))} "
           f"TOFU[{i}]={int(s.trust_on_first_use)}")
+    path = n.through_router()
+    print(f"SIFACE[{i}]={q(n.server_interface or '')} PATH_IFACE[{i}]={q(path.interface)} "
+          f"PATH_IP[{i}]={q(str(ipaddress.ip_address(path.ip)))}")
     print(f"SSHOPTS_{i}=({' '.join(q(o) for o in ssh_opts(s, timeout))})")
 print(f"REQUIRED_TOOLS=({' '.join(q(t) for t in REQUIRED_TOOLS)})")
+print(f"ROUTER_TOOLS=({' '.join(q(t) for t in ROUTER_TOOLS)})")
 print(f"MONITORS=({' '.join(q(f'{m}:' + ','.join(spec.tools)) for m, spec in MONITOR_SPECS.items())})")
 EOF
 settings=$(PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" \
   "$PYTHON" -c "$PY" "$file" "$timeout_override") || exit 2
-declare -a NAME ROLE IFACE IP HOST TARGET KEY KNOWN CT TOFU REQUIRED_TOOLS MONITORS
+declare -a NAME ROLE IFACE IP HOST TARGET KEY KNOWN CT TOFU SIFACE PATH_IFACE PATH_IP
+declare -a REQUIRED_TOOLS ROUTER_TOOLS MONITORS
 TESTBED=""
 eval "$settings"
 
@@ -123,15 +130,24 @@ rssh() {
   timeout -k 5 $((CT[i] + 60)) ssh "${!opts}" "${HOST[i]}" "$@" </dev/null
 }
 
-# The per-node probe (POSIX sh, $1 = interface, then tools): interface state and MTU, its
-# addresses, and the tools that are not on PATH.
+# The per-node probe (POSIX sh, $1 = interface, $2 = a router's interface towards the server
+# or "", then tools): interface state and MTU, its addresses, the router's other interface and
+# its IPv4 forwarding, and the tools that are not on PATH.
 read -r -d '' PROBE <<'EOF' || true
-ifc=$1; shift
+ifc=$1; sifc=$2; shift 2
 if [ -e "/sys/class/net/$ifc" ]; then
   echo "state $(cat "/sys/class/net/$ifc/operstate") $(cat "/sys/class/net/$ifc/mtu")"
   ip -o addr show dev "$ifc" 2>/dev/null | awk "{print \"addr \" \$4}"
 else
   echo "state MISSING"; echo "ifaces $(ls /sys/class/net | tr "\n" " ")"
+fi
+if [ -n "$sifc" ]; then
+  if [ -e "/sys/class/net/$sifc" ]; then
+    echo "sstate $(cat "/sys/class/net/$sifc/operstate") $(cat "/sys/class/net/$sifc/mtu")"
+  else
+    echo "sstate MISSING"
+  fi
+  echo "forward $(cat /proc/sys/net/ipv4/ip_forward 2>/dev/null || echo '?')"
 fi
 for t in "$@"; do command -v "$t" >/dev/null 2>&1 || echo "missing $t"; done
 exit 0
@@ -164,9 +180,14 @@ for i in "${!NAME[@]}"; do
   fi
 
   # one round trip: interface state, its addresses, missing tools
-  tools=("${REQUIRED_TOOLS[@]}")
-  for m in "${MONITORS[@]}"; do IFS=, read -r -a mt <<<"${m#*:}"; tools+=("${mt[@]}"); done
-  probe=$(rssh "$i" sh -c "$(sq "$PROBE")" probe "$(sq "${IFACE[i]}")" "${tools[@]}" 2>&1) || {
+  if [[ ${ROLE[i]} == router ]]; then
+    need=("${ROUTER_TOOLS[@]}") tools=("${ROUTER_TOOLS[@]}")  # a router runs no monitors
+  else
+    need=("${REQUIRED_TOOLS[@]}") tools=("${REQUIRED_TOOLS[@]}")
+    for m in "${MONITORS[@]}"; do IFS=, read -r -a mt <<<"${m#*:}"; tools+=("${mt[@]}"); done
+  fi
+  probe=$(rssh "$i" sh -c "$(sq "$PROBE")" probe "$(sq "${IFACE[i]}")" "$(sq "${SIFACE[i]}")" \
+    "${tools[@]}" 2>&1) || {
     fail "$n" "probe over ssh failed: $(printf '%s\n' "$probe" | last_line)"
     continue
   }
@@ -193,16 +214,33 @@ for i in "${!NAME[@]}"; do
       fail "$n" "address ${IP[i]} not on ${IFACE[i]} (has: ${addrs:-none})"
     fi
   fi
+  if [[ ${ROLE[i]} == router ]]; then
+    read -r _ state mtu < <(grep '^sstate ' <<<"$probe") || true
+    if [[ $state == MISSING ]]; then
+      fail "$n" "server_interface ${SIFACE[i]} does not exist"
+    elif [[ $state == down ]]; then
+      fail "$n" "server_interface ${SIFACE[i]} is down (mtu $mtu)"
+    else
+      ok "$n" "server_interface ${SIFACE[i]} (state $state, mtu $mtu)"
+    fi
+    read -r _ forward < <(grep '^forward ' <<<"$probe") || true
+    if [[ $forward == 1 ]]; then
+      ok "$n" "IPv4 forwarding on"
+    else
+      fail "$n" "IPv4 forwarding off (net.ipv4.ip_forward=${forward:-?}; pos_scripts/prepare-node.sh --role router turns it on)"
+    fi
+  fi
   missing=" $(grep '^missing ' <<<"$probe" | cut -d' ' -f2 | tr '\n' ' ' || true)"
   req_missing=()
-  for t in "${REQUIRED_TOOLS[@]}"; do
+  for t in "${need[@]}"; do
     if [[ $missing == *" $t "* ]]; then req_missing+=("$t"); fi
   done
   if ((${#req_missing[@]})); then
     fail "$n" "required tools missing: ${req_missing[*]} (pos_scripts/prepare-node.sh installs them)"
   else
-    ok "$n" "required tools (${#REQUIRED_TOOLS[@]})"
+    ok "$n" "required tools (${#need[@]})"
   fi
+  [[ ${ROLE[i]} != router ]] || continue
   for m in "${MONITORS[@]}"; do
     IFS=, read -r -a mt <<<"${m#*:}"
     gone=()
@@ -213,33 +251,46 @@ for i in "${!NAME[@]}"; do
   done
 done
 
-# data plane: client -> server over the client's data interface
-si="" ci=""
+# data plane: client -> server over the client's data interface; with a router, also through
+# it to the endpoints' via_router addresses (where `interface`/`ip` are a direct link)
+si="" ci="" ri=""
 for i in "${!NAME[@]}"; do
-  if [[ ${ROLE[i]} == server ]]; then si=$i; else ci=$i; fi
+  case ${ROLE[i]} in
+    server) si=$i ;;
+    client) ci=$i ;;
+    router) ri=$i ;;
+  esac
 done
 cn=${NAME[ci]}
-what="ping ${IP[si]} (${NAME[si]}) over ${IFACE[ci]}"
-if ((!reachable[ci])); then
-  skip "$cn" "$what (no ssh)"
-elif out=$(rssh "$ci" ping -n -q -c 3 -W 1 -I "$(sq "${IFACE[ci]}")" "$(sq "${IP[si]}")" 2>&1); then
-  stats=$(grep -o '[0-9]* packets transmitted, [0-9]* received' <<<"$out" || true)
-  sent="" recv=""
-  read -r sent _ _ recv _ <<<"$stats" || true
-  rtt=$(grep -o '= [0-9.]*/[0-9.]*' <<<"$out" | cut -d/ -f2 || true)
-  if [[ -n $sent && $sent == "$recv" ]]; then
-    ok "$cn" "$what: $recv/$sent replies${rtt:+, avg rtt $rtt ms}"
-  else
-    fail "$cn" "$what: ${recv:-?}/${sent:-?} replies"
-  fi
-else
-  rc=$?
-  if ((rc == 127)) || grep -q 'ping: *\(command \)\?not found' <<<"$out"; then
-    fail "$cn" "$what: ping not found on the node (install iputils-ping)"
-  else
-    fail "$cn" "$what: $(printf '%s\n' "$out" | grep -v '^$' | grep -v '^---' | last_line)"
-  fi
+pings=("${IP[si]} ${IFACE[ci]}")
+if [[ -n $ri && ( ${PATH_IP[si]} != "${IP[si]}" || ${PATH_IFACE[ci]} != "${IFACE[ci]}" ) ]]; then
+  pings+=("${PATH_IP[si]} ${PATH_IFACE[ci]}")
 fi
+for p in "${pings[@]}"; do
+  read -r dst dev <<<"$p"
+  what="ping $dst (${NAME[si]}) over $dev"
+  [[ -z $ri || $dst != "${PATH_IP[si]}" ]] || what+=" through ${NAME[ri]}"
+  if ((!reachable[ci])); then
+    skip "$cn" "$what (no ssh)"
+  elif out=$(rssh "$ci" ping -n -q -c 3 -W 1 -I "$(sq "$dev")" "$(sq "$dst")" 2>&1); then
+    stats=$(grep -o '[0-9]* packets transmitted, [0-9]* received' <<<"$out" || true)
+    sent="" recv=""
+    read -r sent _ _ recv _ <<<"$stats" || true
+    rtt=$(grep -o '= [0-9.]*/[0-9.]*' <<<"$out" | cut -d/ -f2 || true)
+    if [[ -n $sent && $sent == "$recv" ]]; then
+      ok "$cn" "$what: $recv/$sent replies${rtt:+, avg rtt $rtt ms}"
+    else
+      fail "$cn" "$what: ${recv:-?}/${sent:-?} replies"
+    fi
+  else
+    rc=$?
+    if ((rc == 127)) || grep -q 'ping: *\(command \)\?not found' <<<"$out"; then
+      fail "$cn" "$what: ping not found on the node (install iputils-ping)"
+    else
+      fail "$cn" "$what: $(printf '%s\n' "$out" | grep -v '^$' | grep -v '^---' | last_line)"
+    fi
+  fi
+done
 
 if ((facts)); then
   read -r -d '' FACTS_PY <<'EOF' || true

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Prepare one measurement node (server or client) of a real testbed, idempotently (Debian 12,
-# as root): install the Debian packages the runner uses on nodes, bring the data-plane
-# interface up with its address (and MTU), create the work and tmpfs directories, authorise
-# the management node's SSH key for root, optionally ping the peer, print a summary.
+# Prepare one node (server, client, or the router between them) of a real testbed,
+# idempotently (Debian 12, as root): install the Debian packages the runner uses on nodes, bring
+# the data-plane interface up with its address (and MTU), create the work and tmpfs directories,
+# authorise the management node's SSH key for root, optionally ping the peer, print a summary.
+# A router gets both its interfaces (towards the client: --iface, towards the server:
+# --server-iface) with their addresses, IPv4 forwarding on and the offloads that merge packets
+# off; an endpoint behind a router gets its route to the other side (--route NET --via GW).
 # Nothing here is persistent across reboots except packages, directories and the key:
 # run it again after a reboot (a pos node boots a fresh image anyway).
 #
@@ -40,16 +43,39 @@ NODE_PACKAGES=(
   libssl-dev zlib1g-dev
   ngtcp2-client ngtcp2-server
 )
+# Debian packages of a router (--role router): what the runner needs to reach any node (sshd,
+# bash, coreutils, util-linux: setsid and flock for its process groups and lease, findutils,
+# grep), and the emulated path's tools: iproute2 (ip, tc: the bottleneck), iptables (loss),
+# iperf3 and ping (checking the path), ethtool (offloads), tcpdump, procps (sysctl), and gcc,
+# libc6-dev and libnetfilter-queue-dev to build the delay line on NFQUEUE
+ROUTER_PACKAGES=(
+  openssh-server bash coreutils util-linux findutils grep
+  iproute2 iptables iperf3 iputils-ping ethtool tcpdump gcc libc6-dev libnetfilter-queue-dev
+  procps
+)
+# What a router turns off on both interfaces (ethtool -K names), so that it forwards what it
+# receives packet by packet, as a router with offloads off: segmentation on send (tso, gso,
+# tx-udp-segmentation) and merging on receive (gro, lro, rx-gro-hw). Features a NIC does not
+# have, or has fixed, are left as they are.
+ROUTER_OFFLOADS=(tso gso gro lro rx-gro-hw tx-udp-segmentation)
 
 usage() {
   cat <<'EOF'
 Usage: prepare-node.sh --role server|client --iface IF --addr IP/PREFIX [options]
+       prepare-node.sh --role router --iface IF --addr IP/PREFIX \
+                       --server-iface IF2 --server-addr IP2/PREFIX [options]
 
 Prepares a testbed node for the Extended QUIC Interop Runner (Debian 12, as root).
 
-  --role server|client        the node's role                          (QIR_ROLE)
-  --iface IF                  data-plane interface, must exist          (QIR_IFACE)
+  --role server|client|router the node's role                          (QIR_ROLE)
+  --iface IF                  data-plane interface, must exist; a router's
+                              interface towards the client              (QIR_IFACE)
   --addr IP/PREFIX            data-plane address, e.g. 10.0.0.1/24      (QIR_ADDR)
+  --server-iface IF           router: its interface towards the server  (QIR_SERVER_IFACE)
+  --server-addr IP/PREFIX     router: its address there                 (QIR_SERVER_ADDR)
+  --route NET/PREFIX          server, client: the other side's network,
+                              reached through the router...             (QIR_ROUTE)
+  --via IP                    ... at this address (the router's)        (QIR_VIA)
   --mtu N                     set the interface MTU (default: unchanged)(QIR_MTU)
   --peer IP                   ping the peer's data-plane address        (QIR_PEER)
   --peer-wait S               how long to wait for the peer (default 30)(QIR_PEER_WAIT)
@@ -60,10 +86,14 @@ Prepares a testbed node for the Extended QUIC Interop Runner (Debian 12, as root
   --authorized-keys-file F    default: root's ~/.ssh/authorized_keys    (QIR_AUTHORIZED_KEYS_FILE)
   --no-install                do not install Debian packages            (QIR_NO_INSTALL=1)
   --dry-run                   print the commands instead of running them (QIR_DRY_RUN=1)
-  --list-packages             print the Debian packages a node needs, then exit
+  --list-packages             print the Debian packages a node of the role needs
+                              (without --role: a server's or client's), then exit
   -h, --help                  this help
 
-Without pos_get_variable or environment variables, --role, --iface and --addr are required.
+Without pos_get_variable or environment variables, --role, --iface and --addr are required
+(a router also needs --server-iface and --server-addr). A router gets IPv4 forwarding on
+(and IPv6 forwarding with IPv6 addresses) and tso, gso, gro, lro, rx-gro-hw and
+tx-udp-segmentation off on both interfaces; it needs no Docker Engine.
 EOF
 }
 
@@ -124,8 +154,92 @@ valid_ipv6() { [[ $1 == *:* && $1 =~ ^[0-9A-Fa-f:.]+$ ]]; }
 valid_ip() { valid_ipv4 "$1" || valid_ipv6 "$1"; }
 # like the runner's testbed file: absolute and at least two levels deep
 valid_dir() { [[ $1 == /* && $1 =~ ^/+[^/]+/+[^/] && $1 != *..* ]]; }
+# check_cidr OPTION VALUE: VALUE is an IPv4 or IPv6 address with a prefix length (or die)
+check_cidr() {
+  local opt=$1 value=$2 ip plen maxlen=32
+  [[ $value == */* ]] || die "$opt '$value' needs a prefix length, e.g. $value/24"
+  ip=${value%/*} plen=${value##*/}
+  valid_ip "$ip" || die "$opt '$value': '$ip' is not an IPv4 or IPv6 address"
+  valid_ipv6 "$ip" && maxlen=128
+  int_in "$plen" 0 "$maxlen" || die "$opt '$value': prefix length must be 0..$maxlen"
+}
+# require_iface IF: the interface exists on this host (or die naming those that do)
+require_iface() {
+  local iface=$1 have=() n
+  if ! [[ $iface =~ ^[A-Za-z0-9_.:@-]{1,15}$ && -e /sys/class/net/$iface ]]; then
+    for n in /sys/class/net/*; do have+=("${n##*/}"); done
+    die "interface '$iface' not found on $(hostname) (interfaces: ${have[*]})"
+  fi
+}
 key_line_ok() {
   [[ $1 =~ ^(ssh-ed25519|ssh-rsa|ssh-dss|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)[[:space:]]+[A-Za-z0-9+/]+=*([[:space:]].*)?$ ]]
+}
+
+# setup_iface IF ADDR MTU: the interface up, its MTU (if given) and its one address ADDR
+setup_iface() {
+  local iface=$1 addr=$2 mtu=$3 ip=${2%/*} plen=${2##*/}
+  if ! ip -o link show dev "$iface" | grep -q '<[^>]*\bUP\b'; then
+    run ip link set dev "$iface" up
+  fi
+  if [[ -n $mtu && $(cat "/sys/class/net/$iface/mtu") != "$mtu" ]]; then
+    run ip link set dev "$iface" mtu "$mtu"
+  fi
+  # the same address with another prefix length would stay next to the new one: remove it
+  local fam=-4 cur
+  valid_ipv6 "$ip" && fam=-6
+  while read -r cur; do
+    if [[ -n $cur && ${cur%/*} == "$ip" && $cur != "$ip/$plen" ]]; then
+      run ip addr del "$cur" dev "$iface"
+    fi
+  done < <(ip -o "$fam" addr show dev "$iface" | awk '{print $4}')
+  run ip addr replace "$addr" dev "$iface"
+  local elsewhere
+  elsewhere=$(ip -o "$fam" addr show | awk -v ip="$ip" -v ifc="$iface" \
+    '{split($4, a, "/"); if (a[1] == ip && $2 != ifc) print $2}' | sort -u | tr '\n' ' ')
+  [[ -z $elsewhere ]] || warn "$ip is also configured on ${elsewhere% }: traffic may not use $iface"
+}
+
+# router_forwarding ADDR...: IPv4 forwarding on (IPv6 too when an address is IPv6); sets the
+# summary's fwd_note (a local of main)
+router_forwarding() {
+  local a keys=(net.ipv4.ip_forward) key done=()
+  for a in "$@"; do
+    if valid_ipv6 "${a%/*}"; then keys+=(net.ipv6.conf.all.forwarding); break; fi
+  done
+  for key in "${keys[@]}"; do
+    if [[ $(cat "/proc/sys/${key//.//}" 2>/dev/null) != 1 ]]; then
+      run sysctl -qw "$key=1"
+    fi
+    done+=("$key=1")
+  done
+  fwd_note="${done[*]}"
+}
+
+# router_offloads IF...: ROUTER_OFFLOADS off where an interface has them on (and not fixed);
+# sets the summary's offload_note (a local of main)
+router_offloads() {
+  local iface k name state fixed notes=() kept=()
+  local -A long=([tso]=tcp-segmentation-offload [gso]=generic-segmentation-offload
+                 [gro]=generic-receive-offload [lro]=large-receive-offload
+                 [rx-gro-hw]=rx-gro-hw [tx-udp-segmentation]=tx-udp-segmentation)
+  for iface in "$@"; do
+    local off=() features
+    features=$(ethtool -k "$iface" 2>/dev/null || true)
+    for k in "${ROUTER_OFFLOADS[@]}"; do
+      name=${long[$k]}
+      read -r state fixed < <(awk -v n="$name:" '$1 == n {print $2, $3}' <<<"$features") || true
+      [[ $state == on ]] || continue
+      if [[ $fixed == "[fixed]" ]]; then
+        kept+=("$iface:$k")
+      else
+        off+=("$k" off)
+      fi
+    done
+    ((${#off[@]} == 0)) || run ethtool -K "$iface" "${off[@]}"
+    notes+=("$iface")
+  done
+  ((${#kept[@]} == 0)) || warn "offloads fixed on, left as they are: ${kept[*]}"
+  offload_note="${ROUTER_OFFLOADS[*]} off on ${notes[*]}${kept[*]:+ (fixed on: ${kept[*]})}"
 }
 
 main() {
@@ -135,15 +249,18 @@ main() {
   local tmpdir=${QIR_TMPDIR:-} key_file=${QIR_AUTHORIZED_KEY:-}
   local key_text=${QIR_AUTHORIZED_KEY_TEXT:-} ak_file=${QIR_AUTHORIZED_KEYS_FILE:-}
   local no_install=${QIR_NO_INSTALL:-} dry=${QIR_DRY_RUN:-}
+  local server_iface=${QIR_SERVER_IFACE:-} server_addr=${QIR_SERVER_ADDR:-}
+  local route=${QIR_ROUTE:-} via=${QIR_VIA:-} list_packages=0
 
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;
-      --list-packages) printf '%s\n' "${NODE_PACKAGES[@]}"; return 0 ;;
+      --list-packages) list_packages=1; shift; continue ;;
       --no-install) no_install=1; shift; continue ;;
       --dry-run) dry=1; shift; continue ;;
       --role | --iface | --addr | --mtu | --peer | --peer-wait | --workdir | --tmpdir | \
-        --authorized-key | --authorized-key-text | --authorized-keys-file)
+        --authorized-key | --authorized-key-text | --authorized-keys-file | --server-iface | \
+        --server-addr | --route | --via)
         (($# >= 2)) || die "$1 needs a value (see --help)" ;;
       --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
       *) die "unknown argument '$1' (see --help)" ;;
@@ -160,6 +277,10 @@ main() {
       --authorized-key) key_file=$2 ;;
       --authorized-key-text) key_text=$2 ;;
       --authorized-keys-file) ak_file=$2 ;;
+      --server-iface) server_iface=$2 ;;
+      --server-addr) server_addr=$2 ;;
+      --route) route=$2 ;;
+      --via) via=$2 ;;
     esac
     shift 2
   done
@@ -173,6 +294,10 @@ main() {
   [[ -n $peer_wait ]] || { v=$(pos_var qir_peer_wait) && peer_wait=$v; } || true
   [[ -n $workdir ]] || { v=$(pos_var qir_workdir) && workdir=$v; } || true
   [[ -n $tmpdir ]] || { v=$(pos_var qir_tmpdir) && tmpdir=$v; } || true
+  [[ -n $server_iface ]] || { v=$(pos_var qir_server_iface) && server_iface=$v; } || true
+  [[ -n $server_addr ]] || { v=$(pos_var qir_server_addr) && server_addr=$v; } || true
+  [[ -n $route ]] || { v=$(pos_var qir_route) && route=$v; } || true
+  [[ -n $via ]] || { v=$(pos_var qir_via) && via=$v; } || true
   [[ -n $key_file || -n $key_text ]] ||
     { v=$(pos_var qir_authorized_key_text) && key_text=$v; } || true
   [[ -n $no_install ]] || { v=$(pos_var qir_no_install) && no_install=$v; } || true
@@ -180,17 +305,34 @@ main() {
   is_true "${no_install:-0}" && no_install=1 || no_install=0
 
   # ---- validate (no changes yet) ----
-  [[ -n $role ]] || die "--role is required (server or client)"
-  [[ $role == server || $role == client ]] || die "--role must be server or client, got '$role'"
+  [[ -z $role || $role == server || $role == client || $role == router ]] ||
+    die "--role must be server, client or router, got '$role'"
+  local packages=("${NODE_PACKAGES[@]}")
+  [[ $role != router ]] || packages=("${ROUTER_PACKAGES[@]}")
+  if ((list_packages)); then
+    printf '%s\n' "${packages[@]}"
+    return 0
+  fi
+  [[ -n $role ]] || die "--role is required (server, client or router)"
   [[ -n $iface ]] || die "--iface is required (the data-plane interface)"
   [[ -n $addr ]] || die "--addr is required (the data-plane address with prefix, e.g. 10.0.0.1/24)"
-  [[ $addr == */* ]] || die "--addr '$addr' needs a prefix length, e.g. $addr/24"
+  check_cidr --addr "$addr"
   local ip=${addr%/*} plen=${addr##*/}
-  valid_ip "$ip" || die "--addr '$addr': '$ip' is not an IPv4 or IPv6 address"
-  local maxlen=32
-  valid_ipv6 "$ip" && maxlen=128
-  int_in "$plen" 0 "$maxlen" ||
-    die "--addr '$addr': prefix length must be 0..$maxlen"
+  if [[ $role == router ]]; then
+    [[ -n $server_iface ]] || die "--server-iface is required for a router (its interface towards the server)"
+    [[ -n $server_addr ]] || die "--server-addr is required for a router (its address towards the server, e.g. 10.0.1.254/24)"
+    check_cidr --server-addr "$server_addr"
+    [[ $server_iface != "$iface" ]] || die "--server-iface and --iface must differ (the router's two sides)"
+    [[ -z $route && -z $via ]] || die "--route and --via are for server and client (a router reaches both sides directly)"
+  else
+    [[ -z $server_iface && -z $server_addr ]] ||
+      die "--server-iface and --server-addr are only for --role router"
+    if [[ -n $route || -n $via ]]; then
+      [[ -n $route && -n $via ]] || die "--route and --via go together (the other side's network and the router's address)"
+      check_cidr --route "$route"
+      valid_ip "$via" || die "--via '$via' is not an IP address (no prefix)"
+    fi
+  fi
   if [[ -n $mtu ]]; then
     int_in "$mtu" 68 65535 ||
       die "--mtu must be a number between 68 and 65535, got '$mtu'"
@@ -225,10 +367,11 @@ main() {
   ((DRY)) || (($(id -u) == 0)) || die "must run as root (it changes interfaces, packages and root's SSH keys); --dry-run works without"
   command -v ip >/dev/null || die "'ip' not found: install iproute2 first"
 
-  if ! [[ $iface =~ ^[A-Za-z0-9_.:@-]{1,15}$ && -e /sys/class/net/$iface ]]; then
-    local have=() n
-    for n in /sys/class/net/*; do have+=("${n##*/}"); done
-    die "interface '$iface' not found on $(hostname) (interfaces: ${have[*]})"
+  require_iface "$iface"
+  if [[ $role == router ]]; then
+    require_iface "$server_iface"
+    command -v ethtool >/dev/null || ((!no_install)) ||
+      die "ethtool not found: a router needs it for its offloads (install ethtool, or drop --no-install)"
   fi
   ((DRY)) && log "dry run: printing the commands that would change the node"
 
@@ -237,7 +380,7 @@ main() {
   if ((no_install)); then
     pkg_note="not checked (--no-install)"
   else
-    for pkg in "${NODE_PACKAGES[@]}"; do
+    for pkg in "${packages[@]}"; do
       status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
       [[ $status == "install ok installed" ]] || missing+=("$pkg")
     done
@@ -255,13 +398,15 @@ main() {
       fi
       pkg_note="installed ${#missing[@]}: ${missing[*]}"
     else
-      pkg_note="all ${#NODE_PACKAGES[@]} present"
+      pkg_note="all ${#packages[@]} present"
     fi
   fi
 
   # ---- Docker Engine (installed with the packages; Debian's postinst starts it) ----
   local engine_note out
-  if ((no_install)); then
+  if [[ $role == router ]]; then
+    engine_note="not used (a router runs no implementation)"
+  elif ((no_install)); then
     engine_note="not checked (--no-install)"
   elif ((DRY)); then
     engine_note="not checked (dry run)"
@@ -272,26 +417,16 @@ main() {
     die "the Docker Engine does not answer ('docker version': ${out:-no output}); start it (systemctl enable --now docker) and run again"
   fi
 
-  # ---- interface, address, MTU ----
-  if ! ip -o link show dev "$iface" | grep -q '<[^>]*\bUP\b'; then
-    run ip link set dev "$iface" up
+  # ---- interface(s), address(es), MTU; a router's forwarding, an endpoint's route ----
+  setup_iface "$iface" "$addr" "$mtu"
+  local fwd_note="" offload_note=""
+  if [[ $role == router ]]; then
+    setup_iface "$server_iface" "$server_addr" "$mtu"
+    router_forwarding "$addr" "$server_addr"
+    router_offloads "$iface" "$server_iface"
+  elif [[ -n $route ]]; then
+    run ip route replace "$route" via "$via" dev "$iface"
   fi
-  if [[ -n $mtu && $(cat "/sys/class/net/$iface/mtu") != "$mtu" ]]; then
-    run ip link set dev "$iface" mtu "$mtu"
-  fi
-  # the same address with another prefix length would stay next to the new one: remove it
-  local fam=-4 cur
-  valid_ipv6 "$ip" && fam=-6
-  while read -r cur; do
-    if [[ -n $cur && ${cur%/*} == "$ip" && $cur != "$ip/$plen" ]]; then
-      run ip addr del "$cur" dev "$iface"
-    fi
-  done < <(ip -o "$fam" addr show dev "$iface" | awk '{print $4}')
-  run ip addr replace "$addr" dev "$iface"
-  local elsewhere
-  elsewhere=$(ip -o "$fam" addr show | awk -v ip="$ip" -v ifc="$iface" \
-    '{split($4, a, "/"); if (a[1] == ip && $2 != ifc) print $2}' | sort -u | tr '\n' ' ')
-  [[ -z $elsewhere ]] || warn "$ip is also configured on ${elsewhere% }: traffic may not use $iface"
 
   # ---- directories ----
   run mkdir -p -m 0755 "$workdir" "$tmpdir"
@@ -380,14 +515,29 @@ main() {
   printf '  %-11s %s\n' role "$role"
   printf '  %-11s %s (state %s, mtu %s)\n' interface "$iface" "$state" "$cur_mtu"
   printf '  %-11s %s\n' addresses "${addrs% }"
+  if [[ $role == router ]]; then
+    state=$(cat "/sys/class/net/$server_iface/operstate" 2>/dev/null || echo '?')
+    cur_mtu=$(cat "/sys/class/net/$server_iface/mtu" 2>/dev/null || echo '?')
+    addrs=$(ip -o addr show dev "$server_iface" |
+      awk '$3 == "inet" || $3 == "inet6" {print $4}' | grep -v '^fe80:' | tr '\n' ' ' || true)
+    printf '  %-11s %s (state %s, mtu %s; towards the server)\n' server-if "$server_iface" \
+      "$state" "$cur_mtu"
+    printf '  %-11s %s\n' addresses "${addrs% }"
+    printf '  %-11s %s\n' forwarding "$fwd_note"
+    printf '  %-11s %s\n' offloads "$offload_note"
+  elif [[ -n $route ]]; then
+    printf '  %-11s %s via %s dev %s\n' route "$route" "$via" "$iface"
+  fi
   printf '  %-11s %s\n' workdir "$workdir"
   printf '  %-11s %s%s\n' tmpdir "$tmpdir" "$fs_note"
   printf '  %-11s %s\n' packages "$pkg_note"
   printf '  %-11s %s\n' engine "$engine_note"
   printf '  %-11s %s\n' ssh-key "$key_note"
   printf '  %-11s %s\n' peer "$peer_note"
-  printf '  %-11s %s (builds need Go >= 1.26 for quic-go, cargo for the Rust ones)\n' \
-    toolchains "${tools//,/, }"
+  if [[ $role != router ]]; then
+    printf '  %-11s %s (builds need Go >= 1.26 for quic-go, cargo for the Rust ones)\n' \
+      toolchains "${tools//,/, }"
+  fi
   if ((rc)); then
     printf '%s: peer %s not reachable over %s within %ss\n' "$PROG" "$peer" "$iface" "$peer_wait" >&2
   fi

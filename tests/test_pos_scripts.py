@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from interop_runner.testbed.files import HASH_COMMANDS
-from interop_runner.testbed.node import REQUIRED_TOOLS
+from interop_runner.testbed.node import REQUIRED_TOOLS, ROUTER_TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 PREPARE = ROOT / "pos_scripts" / "prepare-node.sh"
@@ -32,6 +32,7 @@ CHECK = ROOT / "pos_scripts" / "check-testbed.sh"
 INSTALL = ROOT / "pos_scripts" / "install.sh"
 QUICKSTART, TEST_SH = ROOT / "quickstart.sh", ROOT / "test.sh"
 EXAMPLE = ROOT / "configs" / "testbeds" / "example-baremetal.yml"
+EXAMPLE_ROUTER = ROOT / "configs" / "testbeds" / "example-router.yml"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPQ7rHhzWV0Yd7yXw0qVdAqS4S6zhyq3nL8b3mM1n0Yj mgmt@qir"
 
 is_root = os.geteuid() == 0
@@ -227,8 +228,73 @@ def test_errors_are_one_line(args: list[str], message: str) -> None:
 
 
 def test_bad_role() -> None:
-    res = prepare("--dry-run", "--role", "router", "--iface", "lo", "--addr", "10.0.0.1/24")
-    assert res.returncode != 0 and "--role must be server or client" in res.stderr
+    res = prepare("--dry-run", "--role", "bridge", "--iface", "lo", "--addr", "10.0.0.1/24")
+    assert res.returncode != 0
+    assert res.stderr.strip() == ("prepare-node: --role must be server, client or router, "
+                                  "got 'bridge'")
+
+
+ROUTER_ARGS = ["--role", "router", "--iface", "lo", "--addr", "10.0.2.254/24"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (ROUTER_ARGS + ["--server-addr", "10.0.1.254/24"], "--server-iface is required for a router"),
+    (ROUTER_ARGS + ["--server-iface", "eth1"], "--server-addr is required for a router"),
+    (ROUTER_ARGS + ["--server-iface", "eth1", "--server-addr", "10.0.1.254"],
+     "--server-addr '10.0.1.254' needs a prefix length"),
+    (ROUTER_ARGS + ["--server-iface", "lo", "--server-addr", "10.0.1.254/24"],
+     "--server-iface and --iface must differ"),
+    (ROUTER_ARGS + ["--server-iface", "qir-pt-nope0", "--server-addr", "10.0.1.254/24"],
+     "interface 'qir-pt-nope0' not found"),
+    (ROUTER_ARGS + ["--server-iface", "eth1", "--server-addr", "10.0.1.254/24", "--route",
+                    "10.0.1.0/24", "--via", "10.0.2.1"],
+     "--route and --via are for server and client"),
+    (["--role", "server", "--iface", "lo", "--addr", "10.0.1.1/24", "--server-iface", "eth1"],
+     "--server-iface and --server-addr are only for --role router"),
+    (["--role", "server", "--iface", "lo", "--addr", "10.0.1.1/24", "--route", "10.0.2.0/24"],
+     "--route and --via go together"),
+    (["--role", "server", "--iface", "lo", "--addr", "10.0.1.1/24", "--via", "10.0.1.254"],
+     "--route and --via go together"),
+    (["--role", "client", "--iface", "lo", "--addr", "10.0.2.1/24", "--route", "10.0.1.0",
+      "--via", "10.0.2.254"], "--route '10.0.1.0' needs a prefix length"),
+    (["--role", "client", "--iface", "lo", "--addr", "10.0.2.1/24", "--route", "10.0.1.0/24",
+      "--via", "10.0.2"], "--via '10.0.2' is not an IP address"),
+], ids=["no-server-iface", "no-server-addr", "server-addr-prefix", "same-iface",
+        "server-iface-missing", "route-on-router", "server-iface-on-server", "route-alone",
+        "via-alone", "route-prefix", "via-bad"])
+def test_router_and_route_errors_are_one_line(args: list[str], message: str) -> None:
+    res = prepare("--dry-run", "--no-install", *args)
+    assert res.returncode != 0
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("prepare-node: ") and message in lines[0], \
+        res.stderr
+
+
+def test_router_packages() -> None:
+    """--role router lists the router's packages: what the emulated path and the runner's
+    lease need, and none of the implementations' build packages."""
+    router = prepare("--role", "router", "--list-packages").stdout.split()
+    assert {"iproute2", "iptables", "iperf3", "iputils-ping", "ethtool", "tcpdump", "gcc",
+            "libc6-dev", "libnetfilter-queue-dev", "procps", "openssh-server",
+            "util-linux"} <= set(router)
+    assert "docker.io" not in router and "nginx" not in router
+    assert prepare("--role", "server", "--list-packages").stdout == \
+        prepare("--list-packages").stdout  # an endpoint's, as before
+    provider = {"bash": "bash", "flock": "util-linux", "setsid": "util-linux", "ip": "iproute2",
+                "tc": "iproute2", "iptables": "iptables", "ethtool": "ethtool",
+                "sysctl": "procps"}
+    for tool in ROUTER_TOOLS:
+        assert provider[tool] in router, f"{provider[tool]} (for {tool}) missing"
+    res = prepare("--role", "hub", "--list-packages")
+    assert res.returncode != 0 and "--role must be server, client or router" in res.stderr
+
+
+def test_dry_run_route_through_a_router() -> None:
+    res = prepare("--dry-run", "--no-install", "--role", "server", "--iface", "lo",
+                  "--addr", "10.0.1.1/24", "--route", "10.0.2.0/24", "--via", "10.0.1.254")
+    assert res.returncode == 0, res.stderr
+    assert "ip route replace 10.0.2.0/24 via 10.0.1.254 dev lo" in plus_lines(res.stdout)
+    assert re.search(r"^  route +10\.0\.2\.0/24 via 10\.0\.1\.254 dev lo$", res.stdout, re.M)
 
 
 @needs_root
@@ -335,6 +401,71 @@ def test_prepare_peer(netns: str, tmp_path: Path) -> None:
     res = prepare("--role", "client", "--iface", "qir-pt-b", "--addr", "10.0.0.2/24", *common,
                   "--peer", "10.0.0.1", "--peer-wait", "5", netns=netns)
     assert res.returncode == 0 or "not reachable" in res.stderr  # same-namespace peer
+
+
+def features(ns: str, dev: str) -> dict[str, bool]:
+    """The interface's offloads: name -> on."""
+    from interop_runner.parsers.ethtool import parse_ethtool_features
+
+    out = run(["ip", "netns", "exec", ns, "ethtool", "-k", dev]).stdout
+    return {name: on for name, (on, _fixed) in parse_ethtool_features(out).items()}
+
+
+def sysctl(ns: str, key: str) -> str:
+    return run(["ip", "netns", "exec", ns, "sysctl", "-n", key]).stdout.strip()
+
+
+def test_prepare_router(netns: str, tmp_path: Path) -> None:
+    """--role router: both interfaces with their addresses, IPv4 forwarding on, the offloads
+    off; a dry run first changes nothing, a second run changes nothing more."""
+    if shutil.which("ethtool") is None:
+        pytest.skip("ethtool missing")
+    run(["ip", "netns", "exec", netns, "sysctl", "-qw", "net.ipv4.ip_forward=0"])
+    args = ["--no-install", "--role", "router", "--iface", "qir-pt-b", "--addr", "10.0.2.254/24",
+            "--server-iface", "qir-pt-a", "--server-addr", "10.0.1.254/24", "--mtu", "9000",
+            "--workdir", tmp_path / "w", "--tmpdir", tmp_path / "t"]
+    dry = prepare("--dry-run", *args, netns=netns)
+    assert dry.returncode == 0, dry.stderr
+    cmds = plus_lines(dry.stdout)
+    assert "ip addr replace 10.0.2.254/24 dev qir-pt-b" in cmds
+    assert "ip addr replace 10.0.1.254/24 dev qir-pt-a" in cmds
+    assert "ip link set dev qir-pt-a mtu 9000" in cmds
+    assert "sysctl -qw net.ipv4.ip_forward=1" in cmds
+    offloads = [c for c in cmds if c.startswith("ethtool -K ")]
+    assert [c.split()[2] for c in offloads] == ["qir-pt-b", "qir-pt-a"]
+    assert all(" tso off" in c and " gso off" in c for c in offloads)  # on for a new veth
+    assert sysctl(netns, "net.ipv4.ip_forward") == "0" and addrs(netns, "qir-pt-a") == []
+    for attempt in range(2):
+        res = prepare(*args, netns=netns)
+        assert res.returncode == 0, res.stderr
+        assert sysctl(netns, "net.ipv4.ip_forward") == "1", attempt
+        assert addrs(netns, "qir-pt-b") == ["10.0.2.254/24"]
+        assert addrs(netns, "qir-pt-a") == ["10.0.1.254/24"]
+        for dev in ("qir-pt-a", "qir-pt-b"):
+            on = features(netns, dev)
+            for name in ("tcp-segmentation-offload", "generic-segmentation-offload",
+                         "generic-receive-offload", "tx-udp-segmentation"):
+                assert not on.get(name, False), (dev, name)
+    lines = res.stdout.splitlines()
+    assert re.search(r"^  role +router$", res.stdout, re.M)
+    assert any(re.match(r"^  server-if +qir-pt-a \(state \w+, mtu 9000; towards the server\)$",
+                        ln) for ln in lines), lines
+    assert "  forwarding  net.ipv4.ip_forward=1" in lines
+    assert "  engine      not used (a router runs no implementation)" in lines
+    assert not any(ln.startswith("  toolchains") for ln in lines)
+    # prepared: a dry run has nothing left to change on the interfaces and sysctls
+    again = plus_lines(prepare("--dry-run", *args, netns=netns).stdout)
+    assert not any(c.startswith(("sysctl", "ethtool", "ip link")) for c in again), again
+
+
+def test_prepare_router_defaults_match_the_example(netns: str) -> None:
+    """The router's default directories are the ones example-router.yml uses."""
+    router = yaml.safe_load(EXAMPLE_ROUTER.read_text())["nodes"]["router"]
+    res = prepare("--dry-run", "--no-install", "--role", "router", "--iface", "qir-pt-b",
+                  "--addr", f"{router['ip']}/24", "--server-iface", "qir-pt-a",
+                  "--server-addr", "10.0.1.254/24", netns=netns)
+    assert res.returncode == 0, res.stderr
+    assert f"mkdir -p -m 0755 {router['workdir']} {router['tmpdir']}" in plus_lines(res.stdout)
 
 
 # ------------------------------------------------------------------------- check-testbed --
@@ -519,6 +650,51 @@ def test_check_wrong_address_and_interface(sshd_netns: dict, tmp_path: Path) -> 
         "\n".join(lines)
 
 
+@pytest.mark.parametrize("via", [False, True], ids=["through-the-router", "via-router"])
+def test_check_a_router(sshd_netns: dict, tmp_path: Path, via: bool) -> None:
+    """A router is checked for its two interfaces, its forwarding and its own tools (not the
+    endpoints' nor the monitors'); the client's ping goes through it: to the server's `ip`
+    when that is on the path, else (via_router, the local testbed's way) to its via_router
+    address after the direct one."""
+    s = sshd_netns
+    run(["ip", "netns", "exec", s["ns"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+    common = ("127.0.0.1", s["port"], s["key"], s["known"])
+    srv = node_yaml("srv", "server", *common, "qir-pt-a", "10.0.0.1", tmp_path)
+    cli = node_yaml("cli", "client", *common, "qir-pt-b", "10.0.0.2", tmp_path)
+    rtr = node_yaml("rtr", "router", *common, "qir-pt-b", "10.0.0.2", tmp_path)
+    rtr["rtr"]["server_interface"] = "qir-pt-a"
+    if via:  # a direct link on lo, the path over the veths
+        for node, addr in ((srv["srv"], "10.0.0.1"), (cli["cli"], "10.0.0.2")):
+            node["via_router"] = {"interface": node["interface"], "ip": addr}
+            node["interface"], node["ip"] = "lo", "127.0.0.1"
+    tb = write_testbed(tmp_path / "tb.yml", srv, rtr, cli)
+    res = run(["ip", "netns", "exec", s["ns"], CHECK, tb], timeout=120)
+    lines = res.stdout.splitlines()
+    assert any(ln.startswith("ok   rtr: server_interface qir-pt-a (state ") for ln in lines), lines
+    assert "ok   rtr: address 10.0.0.2 on qir-pt-b" in lines
+    assert "ok   rtr: IPv4 forwarding on" in lines
+    assert f"ok   rtr: required tools ({len(ROUTER_TOOLS)})" in lines
+    assert not any(ln.startswith("warn rtr: monitor") for ln in lines)
+    pings = [ln for ln in lines if ": ping " in ln]
+    through = "ok   cli: ping 10.0.0.1 (srv) over qir-pt-b through rtr: 3/3 replies, " \
+              "avg rtt 0.052 ms"
+    if via:
+        assert pings == ["ok   cli: ping 127.0.0.1 (srv) over lo: 3/3 replies, avg rtt 0.052 ms",
+                         through]
+        assert (s["state"] / "ping.args").read_text().splitlines() == [
+            "-n -q -c 3 -W 1 -I lo 127.0.0.1", "-n -q -c 3 -W 1 -I qir-pt-b 10.0.0.1"]
+    else:
+        assert pings == [through]
+    assert res.returncode == 0 and lines[-1].startswith("check-testbed: all "), res.stdout
+    # a router that does not forward fails
+    run(["ip", "netns", "exec", s["ns"], "sysctl", "-qw", "net.ipv4.ip_forward=0"])
+    res = run(["ip", "netns", "exec", s["ns"], CHECK, tb], timeout=120)
+    assert res.returncode == 1
+    assert [ln for ln in res.stdout.splitlines() if ln.startswith("FAIL")] == [
+        "FAIL rtr: IPv4 forwarding off (net.ipv4.ip_forward=0; pos_scripts/prepare-node.sh "
+        "--role router turns it on)"]
+
+
 @pytest.mark.parametrize("replies", [0, 2])
 def test_check_ping_losses_fail(sshd_netns: dict, tmp_path: Path, replies: int) -> None:
     s = sshd_netns
@@ -594,6 +770,24 @@ def test_example_testbed_validates(tmp_path: Path) -> None:
                         "pairs: [{server: quic-go, client: quic-go}]\n")
     cfg, testbed = load_campaign(campaign)
     assert testbed.name == "example-baremetal" and cfg.repetitions == 2
+
+
+def test_example_router_testbed_validates(tmp_path: Path) -> None:
+    from interop_runner.config.campaign import load_campaign, load_testbed
+
+    tb = load_testbed(EXAMPLE_ROUTER)
+    name, router = tb.router()
+    assert name == "router" and not tb.local
+    assert (router.interface, router.ip, router.server_interface) == (
+        "enp65s0f1np1", "10.0.2.254", "enp65s0f0np0")
+    server, client = (node for _, node in tb.endpoint_nodes())
+    assert server.via_router is None and client.via_router is None  # on the path already
+    # the endpoints are in the subnets of the router's two sides
+    assert (server.ip, client.ip) == ("10.0.1.1", "10.0.2.1")
+    campaign = tmp_path / "lab.yml"
+    campaign.write_text(f"name: lab\ntestbed: {EXAMPLE_ROUTER}\nfile_size: 1GiB\n"
+                        "repetitions: 2\npairs: [{server: quic-go, client: quic-go}]\n")
+    assert load_campaign(campaign)[1].name == "example-router"
 
 
 def test_example_defaults_match_prepare_node() -> None:

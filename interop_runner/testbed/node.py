@@ -33,6 +33,9 @@ from interop_runner.units import format_iec
 
 REQUIRED_TOOLS = ("bash", "sha256sum", "stat", "ss", "head", "df", "env", "setsid", "openssl", "ps",
                   "find", "shred")
+# what a router needs (pos_scripts/check-testbed.sh checks them): the runner's lease and
+# process groups (bash, flock, setsid) and the emulated path (ip, tc, iptables, ethtool, sysctl)
+ROUTER_TOOLS = ("bash", "flock", "setsid", "ip", "tc", "iptables", "ethtool", "sysctl")
 
 
 SETUP_TAIL_LINES = 30
