@@ -126,3 +126,26 @@ def test_a_path_that_misses_its_calibration_stops_the_campaign_with_one_line(tmp
     cal = next(iter(json.loads((camp / "campaign.json").read_text())["paths"].values()))
     assert cal["calibration"]["ok"] is False
     assert path_items("qir-router") == ""
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_per_packet_records_at_the_bottleneck(tmp_path):
+    from interop_runner.analysis.bottleneck import bottleneck_packets
+
+    cfg = path_config(tmp_path, "p-packets", "{rate: 20mbit, rtt: 10ms, buffer: 1bdp, "
+                      "record_packets: true, calibrate: off}", size="2MiB")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (camp,) = campaign_dirs(tmp_path / "results")
+    attempt = camp / "quic-go_quic-go/goodput/1/attempt-1"
+    (run,) = [read_run(p) for p in iter_run_files(camp)]
+    assert {"path/bottleneck-in.pcap", "path/bottleneck-out.pcap"} <= set(run["path"]["files"])
+    packets = bottleneck_packets(attempt)
+    sent = run["path"]["counters"]["bottleneck"]
+    # every packet the bottleneck sent was seen entering and leaving; its drops are the
+    # packets seen entering only; no packet waited longer than a full buffer (25 kB at
+    # 20 Mbit/s: 10 ms) plus one packet
+    assert (~packets["dropped"]).sum() == sent["sent_packets"]
+    assert packets["dropped"].sum() == sent["drops"]
+    assert packets["queue_delay_ms"].max() <= 10.0 + 0.7
+    assert packets["size_bytes"].sum() > 2 * 2**20

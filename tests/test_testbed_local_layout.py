@@ -131,7 +131,8 @@ def test_router_node() -> None:
 
 def test_routes_and_forwarding_are_data() -> None:
     """Each endpoint reaches the other side of the router through its path0; the router
-    forwards with the offloads off on both its interfaces."""
+    forwards with the offloads off on both its interfaces; the endpoints segment before
+    their path0 (the virtual wire carries MTU-sized packets, as a real one)."""
     assert DEFAULT_LAYOUT.routes == (
         Route("server", "198.19.2.0/24", "198.19.1.254", "path0"),
         Route("client", "198.19.1.0/24", "198.19.2.254", "path0"))
@@ -139,10 +140,12 @@ def test_routes_and_forwarding_are_data() -> None:
         "route", "replace", "198.19.2.0/24", "via", "198.19.1.254", "dev", "path0"]
     assert str(DEFAULT_LAYOUT.routes_of("client")[0]) == "198.19.1.0/24 via 198.19.2.254 dev path0"
     assert DEFAULT_LAYOUT.routes_of("router") == ()
-    assert DEFAULT_LAYOUT.forwarding == (Forwarding(
-        "router", ("srv0", "cli0"), ("tso", "gso", "gro", "tx-udp-segmentation")),)
+    assert DEFAULT_LAYOUT.forwarding == (
+        Forwarding("router", ("srv0", "cli0"), ("tso", "gso", "gro", "tx-udp-segmentation")),
+        Forwarding("server", ("path0",), ("tso", "tx-udp-segmentation"), forward=False),
+        Forwarding("client", ("path0",), ("tso", "tx-udp-segmentation"), forward=False))
     assert DEFAULT_LAYOUT.forwarding_of("router") is DEFAULT_LAYOUT.forwarding[0]
-    assert DEFAULT_LAYOUT.forwarding_of("server") is None
+    assert not DEFAULT_LAYOUT.forwarding_of("server").forward
     # every gateway is the router's address on the link the route leaves through
     for route in DEFAULT_LAYOUT.routes:
         (link,) = [x for x in DEFAULT_LAYOUT.links_of(route.node, PATH)]

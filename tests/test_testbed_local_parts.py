@@ -162,7 +162,8 @@ def healthy_routing() -> routes.SeenRouting:
                 "qir-client": [{"dst": "198.19.1.0/24", "gateway": "198.19.2.254",
                                 "dev": "path0", "flags": []}]},
         forwarding={"qir-router": True},
-        offloads_on={"qir-router": {"srv0": set(), "cli0": set()}})
+        offloads_on={"qir-router": {"srv0": set(), "cli0": set()},
+                     "qir-server": {"path0": set()}, "qir-client": {"path0": set()}})
 
 
 def test_routing_problems_follow_the_layout() -> None:
@@ -172,8 +173,10 @@ def test_routing_problems_follow_the_layout() -> None:
     seen.routes["qir-client"][0]["gateway"] = "198.19.2.99"  # a wrong gateway
     seen.forwarding["qir-router"] = False
     seen.offloads_on["qir-router"]["cli0"] = {"gso", "tso"}
+    seen.offloads_on["qir-server"]["path0"] = {"tx-udp-segmentation"}
     assert routes.problems(DEFAULT_LAYOUT, seen, SERVER) == [
-        "route 198.19.2.0/24 via 198.19.1.254 dev path0 missing"]
+        "route 198.19.2.0/24 via 198.19.1.254 dev path0 missing",
+        "offloads on at path0 (tx-udp-segmentation)"]
     assert routes.problems(DEFAULT_LAYOUT, seen, CLIENT) == [
         "route 198.19.1.0/24 via 198.19.2.254 dev path0 missing"]
     assert routes.problems(DEFAULT_LAYOUT, seen, ROUTER) == [
@@ -209,10 +212,13 @@ def test_routing_observe_and_ensure_run_only_what_is_missing() -> None:
         "netconf show": '[{"family": "inet", "interface": "all", "forwarding": false}]',
         "qir-router sh -c": ETHTOOL_K.format(name="srv0", tso="off", gso="off", gro="off")
                       + ETHTOOL_K.format(name="cli0", tso="on", gso="on", gro="off"),
+        "qir-server sh -c": ETHTOOL_K.format(name="path0", tso="off", gso="on", gro="on"),
+        "qir-client sh -c": ETHTOOL_K.format(name="path0", tso="off", gso="on", gro="on"),
     })
     seen = routes.observe(host, DEFAULT_LAYOUT, {n.name: True for n in DEFAULT_LAYOUT.nodes})
     assert seen.forwarding == {"qir-router": False}
-    assert seen.offloads_on == {"qir-router": {"srv0": set(), "cli0": {"tso", "gso"}}}
+    assert seen.offloads_on == {"qir-router": {"srv0": set(), "cli0": {"tso", "gso"}},
+                                "qir-server": {"path0": set()}, "qir-client": {"path0": set()}}
     host.ran.clear()
     routes.ensure(host, DEFAULT_LAYOUT)
     changes = [argv for argv in host.ran if "show" not in argv and "sh" not in argv]
@@ -226,7 +232,8 @@ def test_routing_observe_and_ensure_run_only_what_is_missing() -> None:
     # a namespace that does not exist is not asked
     host.ran.clear()
     routes.observe(host, DEFAULT_LAYOUT, {"server": True, "client": False, "router": False})
-    assert host.ran == [["ip", "-n", "qir-server", "-j", "route", "show"]]
+    assert host.ran[0] == ["ip", "-n", "qir-server", "-j", "route", "show"]
+    assert [argv[3] for argv in host.ran[1:]] == ["qir-server"]  # its path0's offloads
 
 
 def test_sshd_config(monkeypatch: pytest.MonkeyPatch) -> None:

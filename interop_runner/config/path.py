@@ -184,6 +184,13 @@ class PathConfig(_Strict):
     def _times(cls, value: Any) -> float | None:
         return None if value is None else parse_ms(value)
 
+    @field_validator("calibrate", mode="before")
+    @classmethod
+    def _calibrate(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare `off` as false (and `on` as true)
+        return {False: "off", True: "strict"}.get(value, value) if isinstance(value, bool) \
+            else value
+
     @field_validator("buffer")
     @classmethod
     def _buffer(cls, value: str | int | None) -> str | int | None:

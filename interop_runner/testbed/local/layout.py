@@ -57,6 +57,7 @@ CLIENT_PATH_NET = ipaddress.IPv4Network(f"{CLIENT_PATH_IP}/{PATH_PREFIX}", stric
 # (QUIC stacks send them) crosses a veth whole, and without it the router's egress would pass
 # it on unsegmented (tso and gso off segment only TCP and software GSO)
 ROUTER_OFFLOADS_OFF = ("tso", "gso", "gro", "tx-udp-segmentation")
+ENDPOINT_OFFLOADS_OFF = ("tso", "tx-udp-segmentation")  # segmented before the path's wire
 
 STATE_DIR = Path("/run/qir-testbed")
 LOCK_FILE = Path("/run/qir-testbed.lock")  # outside STATE_DIR: survives down()
@@ -198,12 +199,16 @@ class Route:
 
 @dataclass(frozen=True)
 class Forwarding:
-    """A node that forwards IPv4 between its interfaces as a router with offloads off does:
-    ``net.ipv4.ip_forward=1`` in its namespace, the ``offloads`` off on ``interfaces``."""
+    """A node on the path through the router: the router forwards IPv4 between its
+    interfaces as a router with offloads off does (``net.ipv4.ip_forward=1`` in its
+    namespace, ``forward``), and on every node of the path the ``offloads`` are off on
+    ``interfaces`` (the endpoints': segmentation, so that the veth "wire" carries
+    MTU-sized packets as a real one does, not 64 KB GSO/TSO batches)."""
 
     node: str
     interfaces: tuple[str, ...]
     offloads: tuple[str, ...] = ROUTER_OFFLOADS_OFF  # ethtool -K names, turned off
+    forward: bool = True
 
 
 @dataclass(frozen=True)
@@ -443,7 +448,7 @@ def path_link(a: NodeSpec, a_if: str, a_ip: str, b: NodeSpec, b_if: str, b_ip: s
 
 
 def router_path(server: NodeSpec, client: NodeSpec, middle: NodeSpec
-                ) -> tuple[tuple[VethLink, ...], tuple[Route, ...], Forwarding]:
+                ) -> tuple[tuple[VethLink, ...], tuple[Route, ...], tuple[Forwarding, ...]]:
     """The path from server to client through the router ``middle``: its two links, the
     endpoints' routes to each other's side, and the router's forwarding."""
     links = (path_link(server, PATH_IF, SERVER_PATH_IP, middle, ROUTER_SERVER_IF,
@@ -452,7 +457,10 @@ def router_path(server: NodeSpec, client: NodeSpec, middle: NodeSpec
                        CLIENT_PATH_IP))
     routes = (Route(server.name, str(CLIENT_PATH_NET), ROUTER_SERVER_IP, PATH_IF),
               Route(client.name, str(SERVER_PATH_NET), ROUTER_CLIENT_IP, PATH_IF))
-    return links, routes, Forwarding(middle.name, (ROUTER_SERVER_IF, ROUTER_CLIENT_IF))
+    return links, routes, (
+        Forwarding(middle.name, (ROUTER_SERVER_IF, ROUTER_CLIENT_IF)),
+        *(Forwarding(n.name, (PATH_IF,), ENDPOINT_OFFLOADS_OFF, forward=False)
+          for n in (server, client)))
 
 
 def make_layout(*, work_root: Path = WORK_ROOT, scratch_root: Path = SCRATCH_ROOT,
@@ -467,7 +475,7 @@ def make_layout(*, work_root: Path = WORK_ROOT, scratch_root: Path = SCRATCH_ROO
     links = (*(management_link(n) for n in (server, client, middle)),
              data_link(server, client), *path)
     return Layout(nodes=(server, client, middle), links=links, routes=routes,
-                  forwarding=(forwarding,), work_root=work_root,
+                  forwarding=forwarding, work_root=work_root,
                   docker_data_root=docker_data_root)
 
 

@@ -83,7 +83,8 @@ def observe(host: Host, layout: Layout, present: dict[str, bool]) -> SeenRouting
             seen.routes[node.namespace] = _json(host, "routes", node.namespace, "route", "show")
         fwd = layout.forwarding_of(node.name)
         if fwd is not None:
-            seen.forwarding[node.namespace] = _forwarding(host, node.namespace)
+            if fwd.forward:
+                seen.forwarding[node.namespace] = _forwarding(host, node.namespace)
             try:
                 seen.offloads_on[node.namespace] = _offloads_on(host, node.namespace, fwd)
             except TestbedError:  # an interface is missing: its link check says so
@@ -105,7 +106,7 @@ def problems(layout: Layout, seen: SeenRouting, node: NodeSpec) -> list[str]:
            if not seen.has_route(node.namespace, route)]
     fwd = layout.forwarding_of(node.name)
     if fwd is not None:
-        if not seen.forwarding.get(node.namespace, False):
+        if fwd.forward and not seen.forwarding.get(node.namespace, False):
             out.append(f"IPv4 forwarding off ({FORWARDING_SYSCTL})")
         for ifname in fwd.interfaces:
             left = _offloads_left(seen, node, fwd, ifname)
@@ -126,7 +127,7 @@ def ensure(host: Host, layout: Layout) -> None:
         fwd = layout.forwarding_of(node.name)
         if fwd is None:
             continue
-        if not seen.forwarding.get(node.namespace, False):
+        if fwd.forward and not seen.forwarding.get(node.namespace, False):
             host.run([host.tool("ip"), "netns", "exec", node.namespace, host.tool("sysctl"),
                       "-qw", f"{FORWARDING_SYSCTL}=1"])
         for ifname in fwd.interfaces:

@@ -175,23 +175,29 @@ class PathNode:
                            str(SAMPLE_INTERVAL_S)], stdout=f"{directory}/qdisc-samples.txt",
                           stderr=f"{directory}/qdisc-samples.err")]
         if captures and self.placement.kind == "router":
-            for name, dev, way in (("in", self.placement.reverse_if, "in"),
-                                   ("out", self.placement.data_if, "out")):
+            # the side leaving the queue first (and stopped last), so that no packet at
+            # either edge looks dropped or unmatched (analysis/bottleneck.py)
+            for name, dev, way in (("out", self.placement.data_if, "out"),
+                                   ("in", self.placement.reverse_if, "in")):
                 procs.append(ex.start(
-                    ["tcpdump", "-i", dev, "-Q", way, "-s", "128", "-n", "-U",
+                    ["tcpdump", "-i", dev, "-Q", way, "-s", "128", "-n", "--immediate-mode",
                      "--time-stamp-precision", "nano", "-w",
                      f"{directory}/bottleneck-{name}.pcap"],
                     stdout=f"{directory}/tcpdump-{name}.out",
                     stderr=f"{directory}/tcpdump-{name}.err"))
-            for name in ("in", "out"):  # tcpdump says "listening on" once it captures
+                # tcpdump says "listening on" once it captures
                 self._run(["sh", "-c", _WAIT_READY, f"{directory}/tcpdump-{name}.err",
                            "tcpdump: listening", str(int(READY_TIMEOUT_S))],
                           timeout=READY_TIMEOUT_S + 10)
         return procs
 
     def stop_observing(self, procs: list[Background]) -> None:
-        """Stop the attempt's sampler and captures (tcpdump flushes on TERM)."""
-        self.node.executor.stop_many(procs, grace=5)
+        """Stop the attempt's sampler and captures, the capture of the queue's exit last
+        (tcpdump writes what it holds on TERM)."""
+        ex = self.node.executor
+        ex.stop_many([p for p in procs if "bottleneck-out.pcap" not in " ".join(p.argv)],
+                     grace=5)
+        ex.stop_many([p for p in procs if "bottleneck-out.pcap" in " ".join(p.argv)], grace=5)
 
     def lines_alive(self) -> dict[str, bool]:
         """Whether each delay line of the active path still runs, by direction."""
