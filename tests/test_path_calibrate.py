@@ -22,7 +22,9 @@ from interop_runner.testbed.path.calibrate import (
     Check,
     Measured,
     evaluate,
+    jitter_sd_ms,
     loss_interval,
+    median_standard_error,
 )
 
 DATA = Path(__file__).parent / "data" / "path"
@@ -141,6 +143,21 @@ def test_evaluate_two_links_either_rtt() -> None:
     checks = evaluate(path, Measured(rtt_ms=40.3, queue_ms=5.0), TOL)  # the slower link
     assert [(c.parameter, c.ok) for c in checks] == [("rtt", True)]  # no queue check
     assert not evaluate(path, Measured(rtt_ms=30.0), TOL)[0].ok  # neither link's
+
+
+def test_a_jittered_path_allows_three_standard_errors_of_its_median() -> None:
+    # 25 ms one way with a CV of 0.4: sd 10 ms; the median of 50 pings: SE 1.77 ms
+    path = resolved(rate="20mbit", rtt="50ms", jitter=0.4)
+    assert jitter_sd_ms(path) == pytest.approx(10.0)
+    assert median_standard_error(10.0, 50) == pytest.approx(1.7724, abs=1e-3)
+    samples = [50.0] * 50
+    (check,) = evaluate(path, Measured(rtt_ms=54.0, rtt_samples=samples), TOL)
+    assert check.ok and check.tolerance == pytest.approx(3 * 1.7724, abs=1e-3)
+    assert not evaluate(path, Measured(rtt_ms=56.0, rtt_samples=samples), TOL)[0].ok
+    # without jitter the configured tolerance alone (0.5 ms or 2 %: 1 ms at 50 ms)
+    (plain,) = evaluate(resolved(rate="20mbit", rtt="50ms"),
+                        Measured(rtt_ms=51.5, rtt_samples=samples), TOL)
+    assert not plain.ok and plain.tolerance == pytest.approx(1.0)
 
 
 def test_evaluate_nothing_measured() -> None:

@@ -149,3 +149,28 @@ def test_per_packet_records_at_the_bottleneck(tmp_path):
     assert packets["dropped"].sum() == sent["drops"]
     assert packets["queue_delay_ms"].max() <= 10.0 + 0.7
     assert packets["size_bytes"].sum() > 2 * 2**20
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_an_unreachable_router_is_one_line_before_anything_is_written(tmp_path):
+    testbed = TESTBED_FILE.read_text().replace(
+        "ssh: {host: 198.18.0.10,", "ssh: {host: 198.18.0.14, connect_timeout: 2,")
+    assert "198.18.0.14" in testbed
+    cfg = path_config(tmp_path, "p-unreachable", "{rate: 20mbit, rtt: 10ms}",
+                      testbed=write(tmp_path / "tb.yml", testbed))
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: testbed local: ") and "198.18.0.14" in line, line
+    assert not (tmp_path / "results").exists() or campaign_dirs(tmp_path / "results") == []
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_backend_the_router_lacks_is_one_line_before_anything_is_written(tmp_path):
+    cfg = path_config(tmp_path, "p-netem", "{rate: 20mbit, rtt: 10ms, backend: netem}")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == ("error: router: path.backend netem: this kernel has no netem (use backend: "
+                    "nfqueue or auto)")
+    assert not (tmp_path / "results").exists() or campaign_dirs(tmp_path / "results") == []

@@ -5,7 +5,8 @@ Four measurements, all between the endpoints over the path (ping and iperf3 from
 client node sends the pings, so a request crosses the reverse direction and its reply the
 data direction with its bottleneck):
 
-1. **base RTT**: the median of 50 pings on the idle path;
+1. **base RTT**: the median of 50 pings on the idle path (200 on a path with jitter, whose
+   check also allows three standard errors of that median);
 2. **bottleneck rate**: one kernel TCP flow (iperf3, server -> client) for 5 s after a 2 s
    warm-up, with BBR where the node has it: BBR keeps the bottleneck busy at any buffer
    size and loss rate where CUBIC would leave it idle (0.5 BDP, 1 % loss); its payload rate
@@ -120,6 +121,18 @@ class Calibration:
                 "measured": asdict(self.measured), "checks": [asdict(c) for c in self.checks]}
 
 
+def jitter_sd_ms(path: ResolvedPath) -> float:
+    """The standard deviation of a path's one-way delay (the largest of its links')."""
+    if path.links is not None:
+        return max(link.jitter * link.delay_ms for link in path.links)
+    return path.jitter * path.data_delay_ms
+
+
+def median_standard_error(sd_ms: float, samples: int) -> float:
+    """Standard error of the median of ``samples`` normal values: 1.2533 x sd / sqrt(n)."""
+    return 1.2533 * sd_ms / samples ** 0.5 if samples else 0.0
+
+
 def _within(configured: float, measured: float, absolute: float, relative: float
             ) -> tuple[bool, float]:
     allowed = max(absolute, relative * configured)
@@ -131,10 +144,13 @@ def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list
     """Compare what was measured with the configuration (pure)."""
     checks = []
     if measured.rtt_ms is not None:
-        ok, allowed = _within(path.rtt_ms, measured.rtt_ms, tol.rtt_ms, tol.rtt_rel)
+        # a jittered path's median RTT is itself a sample: allow three standard errors of it
+        spread = 3 * median_standard_error(jitter_sd_ms(path), len(measured.rtt_samples))
+        absolute = max(tol.rtt_ms, spread)
+        ok, allowed = _within(path.rtt_ms, measured.rtt_ms, absolute, tol.rtt_rel)
         if path.links is not None:  # either link's RTT is right
             ok = any(_within(link.delay_ms + path.reverse_delay_ms, measured.rtt_ms,
-                             tol.rtt_ms, tol.rtt_rel)[0] for link in path.links)
+                             absolute, tol.rtt_rel)[0] for link in path.links)
         checks.append(Check("rtt", "ms", path.rtt_ms, measured.rtt_ms, allowed, ok))
     if measured.rate_wire_bps is not None:
         ok, allowed = _within(path.rate_bps / 1e6, measured.rate_wire_bps / 1e6, 0.0,
@@ -196,7 +212,8 @@ class Calibrator:
         """Measure the path and evaluate it."""
         started, t0 = time.time(), time.monotonic()
         measured = Measured()
-        base = self._ping(50, 0.02)
+        # a jittered path gets more pings: its median is a sample of a spread
+        base = self._ping(200 if jitter_sd_ms(path) else 50, 0.02)
         measured.rtt_samples = list(base.rtt_ms)
         if not base.rtt_ms:
             raise PathError(f"{self.client.name}: no ping reply from {self.ip} over the path")
