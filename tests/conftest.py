@@ -198,5 +198,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that uses the namespace testbed (directly or through another fixture) is
     marked ``testbed``, so ``pytest -m "not testbed"`` runs the rest anywhere, without root."""
     for item in items:
-        if "local_testbed" in getattr(item, "fixturenames", ()):
+        # analysis_results asks for local_testbed at run time (getfixturevalue), so it is
+        # not among the names pytest sees at collection
+        if {"local_testbed", "analysis_results"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.testbed)

@@ -62,9 +62,18 @@ def attempt_counters(before: dict[str, Any], after: dict[str, Any],
         direction: {**{k: _delta(stats, lines0.get(direction), k) for k in LINE_COUNTERS},
                     "held_max": stats.get("held_max"),
                     "cpu_s": _cpu(stats) - _cpu(lines0.get(direction)),
-                    "links": stats.get("links")}
+                    "links": _link_deltas(stats.get("links"),
+                                          (lines0.get(direction) or {}).get("links"))}
         for direction, stats in lines1.items() if isinstance(stats, dict)}
     return out
+
+
+def _link_deltas(after: Any, before: Any) -> list[dict[str, int | None]] | None:
+    """Each link's counters over the attempt (the delay line counts since it started)."""
+    if not isinstance(after, list):
+        return None
+    start = before if isinstance(before, list) and len(before) == len(after) else [{}] * len(after)
+    return [{k: _delta(a, b, k) for k in a} for a, b in zip(after, start) if isinstance(a, dict)]
 
 
 def _cpu(stats: dict[str, Any] | None) -> float:
