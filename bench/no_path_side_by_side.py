@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Campaigns without a path, measured by two trees side by side: the tree before emulated
 paths (``--old``, a checkout) and this one, alternating one campaign each, so that drift of
-the machine hits both alike. Prints goodput and CPU cost per GiB per repetition and the
-medians per tree and pair.
+the machine hits both alike (which goes first alternates from round to round). Prints
+goodput and CPU cost per GiB per repetition and the medians per tree and pair.
 
 Usage (root): .venv/bin/python bench/no_path_side_by_side.py --old /path/to/old/checkout
-    [--rounds 2] [--repetitions 3] [--size 256MiB]
+    [--rounds 4] [--repetitions 3] [--size 256MiB]
 """
 
 from __future__ import annotations
@@ -50,14 +50,17 @@ def campaign(tree: Path, name: str, args: argparse.Namespace, work: Path) -> Pat
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", type=Path, required=True)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--size", default="256MiB")
     args = parser.parse_args()
     frames = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.rounds):
-            for label, tree in (("old", args.old), ("new", ROOT)):
+            trees = [("old", args.old), ("new", ROOT)]
+            # the order alternates between rounds: a slower second (or first) campaign of
+            # each round would otherwise look like a difference of the trees
+            for label, tree in trees if i % 2 == 0 else trees[::-1]:
                 df = load_results(campaign(tree, f"{label}-{i}", args, Path(tmp)))
                 df["tree"], df["round"] = label, i
                 frames.append(df)
