@@ -33,8 +33,9 @@ def register(sub: "argparse._SubParsersAction[Any]") -> None:
                                    "image cache /var/lib/qir/docker/<node>); the host's engine "
                                    "is never used.")
     p.add_argument("action", choices=["up", "down", "status", "restore"],
-                   help="restore: undo host knobs a killed run left on the nodes, the router "
-                        "included (replays their restore journals)")
+                   help="restore: undo the host knobs and emulated paths a killed run left "
+                        "on the nodes, the router included (kills its leftover processes, "
+                        "such as delay lines, and replays the path and knob journals)")
     p.add_argument("--purge", action="store_true",
                    help="with down: also remove the nodes' work and tmpfs directories and "
                         "their engines' image caches")
