@@ -19,6 +19,7 @@ from .conftest import ROOT, TESTBED_FILE, campaign_dirs, namespace_pids, write
 from .test_campaign import run_cli
 
 LOCAL_B = ROOT / "configs" / "testbeds" / "local-b.yml"
+TRACE_RATE = 6_921_600  # bit/s: 5768 x 1500 bytes over 10 s (the excerpt's last line: 10000 ms)
 
 
 def path_config(tmp_path: Path, name: str, path: str, testbed: Path = TESTBED_FILE,
@@ -211,3 +212,22 @@ def test_testbed_restore_removes_a_path_a_killed_runner_left(tmp_path):
     assert "router" in proc.stdout
     assert path_items("qir-router") == ""
     assert not Path("/var/tmp/qir/router/path-restore.sh").exists()
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_path_whose_rate_follows_a_cellular_trace(tmp_path):
+    trace = ROOT / "tests" / "data" / "path" / "verizon-lte-down-10s.trace"  # a real excerpt
+    cfg = path_config(tmp_path, "p-trace", f"{{trace: {trace}, rtt: 40ms, buffer: 100p}}",
+                      size="2MiB")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (camp,) = campaign_dirs(tmp_path / "results")
+    (entry,) = json.loads((camp / "campaign.json").read_text())["paths"].values()
+    # the trace's mean: 5768 opportunities x 1500 bytes over its period
+    assert entry["resolved"]["rate_bps"] == TRACE_RATE
+    checks = {c["parameter"]: c for c in entry["calibration"]["checks"]}
+    assert set(checks) == {"rtt", "rate"} and all(c["ok"] for c in checks.values())
+    (run,) = [read_run(p) for p in iter_run_files(camp)]
+    data = run["path"]["counters"]["delay_lines"]["data"]
+    assert run["status"] == "ok" and data["delivered"] > 1400  # 2 MiB in 1500-byte packets
+    assert path_items("qir-router") == ""

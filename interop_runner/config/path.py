@@ -309,8 +309,9 @@ class ResolvedPath:
 
     @property
     def full_queue_ms(self) -> float | None:
-        """Queueing delay of a full bottleneck buffer: buffer / rate (None: two links)."""
-        if self.buffer_bytes is None:
+        """Queueing delay of a full bottleneck buffer: buffer / rate (None: two links, and a
+        trace, whose buffer drains as fast as the trace's rate at that moment)."""
+        if self.buffer_bytes is None or self.trace is not None:
             return None
         return self.buffer_bytes * 8000.0 / self.rate_bps
 
@@ -343,6 +344,27 @@ def read_trace(path: Path) -> list[int]:
     if not stamps or stamps[-1] <= 0:
         raise ValueError(f"trace {path}: no delivery opportunity after 0 ms")
     return stamps
+
+
+def trace_window_bps(stamps: list[int], start_s: float, end_s: float) -> float:
+    """The trace's rate between two moments (s since it started, repeating with its period):
+    the opportunities in that window x 1500 bytes over its length."""
+    period = stamps[-1]
+    count, t0, t1 = 0, start_s * 1000.0, end_s * 1000.0
+    base = int(t0 // period) * period
+    while base < t1:
+        count += sum(1 for t in stamps if t0 <= base + t < t1)
+        base += period
+    return count * TRACE_OPPORTUNITY * 8.0 / (end_s - start_s)
+
+
+def trace_peak_bps(stamps: list[int], window_ms: int = 100) -> float:
+    """The trace's highest rate over ``window_ms`` (what a flow must exceed to keep its
+    queue from running dry)."""
+    counts: dict[int, int] = {}
+    for t in stamps:
+        counts[t // window_ms] = counts.get(t // window_ms, 0) + 1
+    return max(counts.values()) * TRACE_OPPORTUNITY * 8000.0 / window_ms
 
 
 def trace_rate_bps(path: Path) -> int:

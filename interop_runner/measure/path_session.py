@@ -164,7 +164,8 @@ class PathSession:
         paths[key] = entry
         if path.calibrate != "off":
             calibration = Calibrator(self.server, self.client, self.server.cfg.ip,
-                                     self.port).calibrate(resolved, path.tolerance)
+                                     self.port, self._trace_clock
+                                     ).calibrate(resolved, path.tolerance)
             entry["calibration"] = calibration.as_dict()
             self.save()
             if not calibration.ok and path.calibrate == "strict":
@@ -172,6 +173,11 @@ class PathSession:
                 raise PathError(f"path {key}: calibration failed: {first.line()} "
                                 "(calibrate: warn records this and measures anyway)")
         self.save()
+
+    def _trace_clock(self) -> float:
+        """Seconds since the data delay line (and so its trace) started."""
+        stats = (self.node.counters().get("delay_lines") or {}).get("data") or {}
+        return float(stats.get("wall_s") or 0.0)
 
     def finish(self, run: PathRun, out: Path) -> dict[str, Any]:
         """The ``path`` of the attempt's record: key, configuration, backend, placement,
