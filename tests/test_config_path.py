@@ -338,8 +338,8 @@ def test_a_traces_rate_over_a_window_and_its_peak() -> None:
     from interop_runner.config.path import read_trace, trace_peak_bps, trace_window_bps
 
     every_ms = list(range(1, 11))  # one 1500-byte opportunity per ms for 10 ms: 12 Mbit/s
-    assert trace_window_bps(every_ms, 0.0, 0.01) == pytest.approx(12e6)
-    assert trace_window_bps(every_ms, 0.005, 0.025) == pytest.approx(12e6)  # repeats
+    assert trace_window_bps(every_ms, 0.0005, 0.0105) == pytest.approx(12e6)
+    assert trace_window_bps(every_ms, 0.0055, 0.0255) == pytest.approx(12e6)  # repeats
     bursty = [1, 1, 1, 1, 100]  # 4 at once, then nothing until the period's end
     assert trace_window_bps(bursty, 0.0, 0.05) == pytest.approx(4 * 1500 * 8 / 0.05)
     assert trace_window_bps(bursty, 0.05, 0.1) == 0.0
