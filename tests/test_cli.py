@@ -31,7 +31,7 @@ from interop_runner.exit_codes import ExitCode
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "tests" / "data" / "bad_input" / "good.yml"  # valid, on an unreachable testbed
 ORDER = ["run", "validate", "testbed", "list", "parse", "matrix", "report", "compare", "sources",
-         "history", "notebooks"]
+         "history", "notebooks", "path"]
 
 
 def subcommands(parser: argparse.ArgumentParser) -> list[str]:

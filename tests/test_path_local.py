@@ -45,9 +45,16 @@ def path_items(ns: str) -> str:
     lines = [line for line in netns(ns, "tc qdisc show; iptables -S; ip -br link").splitlines()
              if ("qdisc" in line and "noqueue" not in line) or "qir-path" in line
              or "qir-ifb" in line]
-    lines += [f"pid {p}" for p in namespace_pids(ns)
-              if b"qir-delayline" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    lines += [f"pid {p}" for p in namespace_pids(ns) if b"qir-delayline" in cmdline(p)]
     return "\n".join(lines)
+
+
+def cmdline(pid: int) -> bytes:
+    """A process's command line (empty when it has just ended)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 @pytest.mark.usefixtures("local_testbed")

@@ -154,8 +154,8 @@ def test_run_refuses_a_pin_the_nodes_do_not_have(tmp_path, local_testbed):
 
 
 def test_probe_connects_to_the_endpoints_only(config, facts, monkeypatch):
-    """A campaign measures on server and client: a router in the testbed file is not
-    probed (nor its lease taken), so a campaign without a path runs as before."""
+    """A campaign without a path measures on server and client: a router in the testbed
+    file is not probed (nor its lease taken), so such a campaign runs as before."""
     from interop_runner.config.campaign import load_testbed
     from interop_runner.measure import preflight
 
@@ -165,11 +165,19 @@ def test_probe_connects_to_the_endpoints_only(config, facts, monkeypatch):
     assert testbed.router() is not None
     probed: list[str] = []
 
-    def probe(testbed: Any, name: str, node_cfg: Any, timeout: float) -> tuple[list[Any],
-                                                                                dict[str, Any]]:
+    paths_asked: dict[str, Any] = {}
+
+    def probe(testbed: Any, name: str, node_cfg: Any, timeout: float,
+              paths: Any = None) -> tuple[list[Any], dict[str, Any]]:
         probed.append(name)
+        paths_asked[name] = paths
         return [], facts
 
     monkeypatch.setattr(preflight, "_probe_node", probe)
     assert preflight.probe_nodes([testbed], config(""), 5.0) == {"example-router": []}
     assert probed == ["server", "client"]
+    # a campaign with a path probes the router too, and has it check the path's backend
+    probed.clear()
+    preflight.probe_nodes([testbed], config("path: {rate: 20mbit, rtt: 10ms}\n"), 5.0)
+    assert probed == ["server", "client", "router"]
+    assert paths_asked["router"] is not None and paths_asked["server"] is None

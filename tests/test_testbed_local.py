@@ -304,14 +304,16 @@ def test_up_is_cheap_when_already_up(testbed: local.TestbedStatus,
     st = local.up()
     monkeypatch.undo()
     assert st.healthy
-    ip = testbed_host.tool("ip")
+    ip, ethtool = testbed_host.tool("ip"), testbed_host.tool("ethtool")
+    ethtool_k = 'for i; do "$0" -k "$i" || exit; done'
     assert ran == [[ip, "-j", "-d", "addr", "show"],
                    *([ip, "-n", n.namespace, "-j", "-d", "addr", "show"] for n in NODES),
                    [ip, "-n", "qir-server", "-j", "route", "show"],
+                   [ip, "netns", "exec", "qir-server", "sh", "-c", ethtool_k, ethtool, "path0"],
                    [ip, "-n", "qir-client", "-j", "route", "show"],
+                   [ip, "netns", "exec", "qir-client", "sh", "-c", ethtool_k, ethtool, "path0"],
                    [ip, "-n", "qir-router", "-j", "-4", "netconf", "show"],
-                   [ip, "netns", "exec", "qir-router", "sh", "-c",
-                    'for i; do "$0" -k "$i" || exit; done', testbed_host.tool("ethtool"),
+                   [ip, "netns", "exec", "qir-router", "sh", "-c", ethtool_k, ethtool,
                     "srv0", "cli0"]], ran
     assert {n.name: st.nodes[n.name].sshd_pid for n in NODES} == pids  # nothing restarted
     assert all(st.nodes[n.name].engine.state != engines.NOT_RUNNING
