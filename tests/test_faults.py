@@ -513,6 +513,22 @@ def start_cli(*args: str) -> subprocess.Popen[str]:
                             preexec_fn=default_sigint)
 
 
+def interrupt_mid_transfer(cfg: Path, tmp_path: Path, nth: int) -> tuple[int, str]:
+    """Start ``run.py run`` on ``cfg``, send it SIGINT 0.5 s into the ``nth`` client process;
+    return its exit code and stderr."""
+    proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
+                     "--no-progress")
+    try:
+        inj = start_injector("qir-client", CLIENT_BIN, nth,
+                             lambda pid: proc.send_signal(signal.SIGINT))
+        inj.check()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err
+
+
 def kill_runner_mid_transfer(cfg: Path, tmp_path: Path, needle: bytes) -> Path:
     """Start ``run.py run`` on ``cfg``, SIGKILL it 0.5 s into repetition 2's client process
     (its command line holds ``needle``); return the campaign directory it left."""
@@ -577,17 +593,8 @@ def test_sigint_during_setup(tmp_path, reliability, monkeypatch):
 def test_sigint_during_transfer(tmp_path, reliability):
     before = host_state()
     cfg = fault_config(tmp_path, "f-int-transfer")
-    proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
-                     "--no-progress")
-    try:
-        inj = start_injector("qir-client", CLIENT_BIN, 2,
-                             lambda pid: proc.send_signal(signal.SIGINT))
-        inj.check()
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    code, err = interrupt_mid_transfer(cfg, tmp_path, 2)
+    assert code == 130 and "Traceback" not in err, err
     (camp,) = campaign_dirs(tmp_path / "results")
     rec = the_record(camp, 2)
     assert rec["interrupted"] and rec["status"] == "failed"

@@ -5,7 +5,6 @@ no router), calibrated, observed around each attempt, removed afterwards."""
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 
 import pytest
@@ -187,21 +186,12 @@ def test_a_backend_the_router_lacks_is_one_line_before_anything_is_written(tmp_p
 
 @pytest.mark.usefixtures("local_testbed")
 def test_ctrl_c_with_a_path_active_removes_it(tmp_path):
-    from .test_faults import CLIENT_BIN, start_cli, start_injector
+    from .test_faults import interrupt_mid_transfer
 
     cfg = path_config(tmp_path, "p-int", "{rate: 100mbit, rtt: 10ms, calibrate: off}",
                       size="64MiB", reps=2)
-    proc = start_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"),
-                     "--no-progress")
-    try:
-        inj = start_injector("qir-client", CLIENT_BIN, 1,
-                             lambda pid: proc.send_signal(signal.SIGINT))
-        inj.check()
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    code, err = interrupt_mid_transfer(cfg, tmp_path, 1)
+    assert code == 130 and "Traceback" not in err, err
     assert path_items("qir-router") == ""
     assert not Path("/var/tmp/qir/router/path-restore.sh").exists()
 
