@@ -152,6 +152,15 @@ def stop_sshd(namespace: str) -> None:
                timeout=15, interval=0.02, what=f"no sshd process left in {namespace}")
 
 
+def cmdline(pid: int) -> bytes:
+    """A process's command line, NUL-separated (empty when it has just ended: reading an
+    exiting process's /proc entry raises, ProcessLookupError among others)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def stray_processes(namespace: str, settle_s: float = 5.0) -> list[str]:
     """Processes in the namespace other than sshd (listener and session processes) and the
     node's Docker Engine (dockerd and its containerd)."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import dpkt
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -341,6 +342,17 @@ def test_flow_series_of_nothing_and_bad_bin() -> None:
     shutil.which(t, path="/usr/sbin:/usr/bin:/sbin:/bin") for t in ("tcpdump", "iperf3",
                                                                      "ethtool", "tc")),
     reason="needs root, tcpdump, iperf3, ethtool and tc")
+def max_bytes_left_while_waiting(frame: pd.DataFrame) -> int:
+    """The most bytes that left the bottleneck between a packet's enqueue and its dequeue."""
+    sent = frame[~frame["dropped"]].sort_values("dequeue_ns")
+    dequeued = sent["dequeue_ns"].to_numpy(dtype="int64")
+    before = np.concatenate([[0], np.cumsum(sent["size_bytes"].to_numpy(dtype="int64"))])
+    left_by_dequeue = before[np.searchsorted(dequeued, dequeued, side="left")]
+    left_by_enqueue = before[np.searchsorted(dequeued, sent["enqueue_ns"].to_numpy(
+        dtype="int64"), side="right")]
+    return int((left_by_dequeue - left_by_enqueue).max())
+
+
 def test_fresh_capture_in_throwaway_namespaces(tmp_path: Path) -> None:
     """make_captures.py still works: its own namespaces, removed afterwards."""
     proc = subprocess.run([sys.executable, str(DATA / "make_captures.py"), "--out",
@@ -354,6 +366,8 @@ def test_fresh_capture_in_throwaway_namespaces(tmp_path: Path) -> None:
     assert frame.attrs["unmatched_leaving"] == 0
     assert abs(int(frame["dropped"].sum()) - tc["dropped"]) <= max(2, 0.01 * tc["dropped"])
     assert frame["queue_delay_ms"].min() >= 0
-    # the bound holds for the packets as a whole; on a loaded machine (the test suite runs
-    # beside this) timer and softirq latency delay single dequeues: seen 23 ms against 20.6
-    assert frame["queue_delay_ms"].quantile(0.9) <= MAX_DELAY_MS
+    # FIFO: what left the queue while a packet waited was ahead of it, so at most the buffer
+    # (plus a packet or two: the capture stamps a packet just before tbf enqueues it). This
+    # holds whatever rate a late tbf timer let the queue drain at (a quiet firecracker VM
+    # drained at ~19 Mbit/s, and 22-28 ms waits against the configured 20.6 ms were right).
+    assert max_bytes_left_while_waiting(frame) <= LIMIT_BYTES + 2 * 1514

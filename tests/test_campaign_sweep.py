@@ -313,7 +313,7 @@ pairs: [{{server: quic-go, client: quic-go}}]
 
 @pytest.mark.usefixtures("local_testbed")
 def test_ctrl_c_stops_every_testbed_worker(tmp_path, local_testbed):
-    from .conftest import TESTBED_FILE, namespace_pids
+    from .conftest import TESTBED_FILE, cmdline, namespace_pids
 
     cfg_path = tmp_path / "c.yml"
     # `each`: every testbed has its own runs, so the first one ready cannot take them all while
@@ -332,8 +332,7 @@ pairs: [{{server: quic-go, client: quic-go}}]
                             preexec_fn=default_sigint)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # both testbeds transferring
-        cmds = [Path(f"/proc/{p}/cmdline").read_bytes() for p in namespace_pids("qir-client")
-                if Path(f"/proc/{p}").exists()]
+        cmds = [cmdline(p) for p in namespace_pids("qir-client")]
         if sum(b"quic-go/bin/client" in c for c in cmds) >= 2:
             break
         assert proc.poll() is None, proc.communicate()

@@ -103,13 +103,18 @@ def frames(tmp_path_factory: pytest.TempPathFactory, local_testbed: object
 def test_each_attempts_cpu_time_matches_pidstats_total(frames: dict[str, pd.DataFrame],
                                                        role: str) -> None:
     for frame in frames.values():
-        for ours, pid, per_gib, received in zip(
+        for ours, pid, per_gib, received, seconds in zip(
                 frame[f"{role}_cpu_s"], frame[f"{role}_pidstat_cpu_s"],
-                frame[f"{role}_cpu_s_per_gib"], frame["bytes_received"]):
+                frame[f"{role}_cpu_s_per_gib"], frame["bytes_received"],
+                (frame["end_ns"] - frame["start_ns"]) / 1e9):
             assert ours > 0 and pid > 0
             # pidstat's intervals may reach up to 1 s past the transfer; 2 % CPU per sample
-            # rounding: a tolerance of 15 % + 0.1 s
-            assert abs(ours - pid) <= 0.15 * pid + 0.1, (role, ours, pid)
+            # rounding: a tolerance of 15 % + 0.1 s either way. pidstat also never reports
+            # the interval in which a process exits (it needs the process at both ends of an
+            # interval), so the runner may count up to one more interval at the process's
+            # mean rate (a loaded CI machine stretched that last interval: 1.67 vs 1.36 s)
+            tolerance = 0.15 * pid + 0.1
+            assert -tolerance <= ours - pid <= tolerance + ours / seconds, (role, ours, pid)
             assert per_gib == pytest.approx(ours / (received / GIB))
 
 

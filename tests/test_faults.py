@@ -38,6 +38,7 @@ from .conftest import (
     ROOT,
     TESTBED_FILE,
     campaign_dirs,
+    cmdline,
     kill_ssh_sessions,
     namespace_pids,
     stop_sshd,
@@ -98,13 +99,6 @@ pairs: [{{server: quic-go, client: {client}}}]
 knobs: {{rmem: 2x}}
 server_knobs: {{rate: 200mbit}}
 """)
-
-
-def cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 def program(pid: int) -> bytes:

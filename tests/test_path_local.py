@@ -14,7 +14,7 @@ from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
 
-from .conftest import ROOT, TESTBED_FILE, campaign_dirs, namespace_pids, write
+from .conftest import ROOT, TESTBED_FILE, campaign_dirs, cmdline, namespace_pids, write
 from .test_campaign import run_cli
 
 LOCAL_B = ROOT / "configs" / "testbeds" / "local-b.yml"
@@ -46,14 +46,6 @@ def path_items(ns: str) -> str:
              or "qir-ifb" in line]
     lines += [f"pid {p}" for p in namespace_pids(ns) if b"qir-delayline" in cmdline(p)]
     return "\n".join(lines)
-
-
-def cmdline(pid: int) -> bytes:
-    """A process's command line (empty when it has just ended)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 @pytest.mark.usefixtures("local_testbed")

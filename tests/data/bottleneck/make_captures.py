@@ -9,11 +9,13 @@ unsegmented, so the a side needs them off too, or ``in`` would see 64 KB packets
 as 45 segments) and ``tbf rate RATE burst 3028 limit 50000`` on the router's b-side
 interface. For each scenario it starts, in the router, ``tcpdump -i r-b -Q out`` (dequeue)
 and then ``tcpdump -i r-a -Q in`` (enqueue), both ``-s 128 --time-stamp-precision nano``,
-runs one iperf3 client in ``qirbn-a`` against the server in ``qirbn-b``, waits 1.5 s,
-stops the ``in`` capture, waits 0.2 s more, stops the ``out`` capture and reads ``tc -s
-qdisc``. The wait matters: tcpdump (libpcap's TPACKET_V3 ring) hands packets over in blocks
-that it retires after a 1 s timeout, and a capture stopped sooner after the traffic loses
-the last, unretired block (tried: ~100 packets short of tc's count).
+runs one iperf3 client in ``qirbn-a`` against the server in ``qirbn-b``, reads ``tc -s
+qdisc``, and stops the captures once their files hold what tc counted (``in``: sent +
+dropped, ``out``: sent, each less the router's own few ARP/ND packets, which ``in`` never
+sees and the cooked capture's filter leaves out), polled against a deadline. Both run with
+``--immediate-mode -U``: otherwise libpcap's TPACKET_V3 ring hands packets over in blocks
+retired after a 1 s timeout, and a capture stopped soon after the traffic loses the last,
+unretired block (tried: ~100 packets short of tc's count).
 
 Scenarios (each a directory DIR/NAME/path/ with bottleneck-in.pcap and bottleneck-out.pcap,
 gzipped with ``--gzip``, and DIR/NAME/tc.json with the qdisc's counters):
@@ -37,6 +39,7 @@ import json
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -46,6 +49,7 @@ NS_A, NS_R, NS_B = "qirbn-a", "qirbn-r", "qirbn-b"
 A4, RA4, RB4, B4 = "198.19.11.1", "198.19.11.254", "198.19.12.254", "198.19.12.1"
 A6, RA6, RB6, B6 = "fd00:11::1", "fd00:11::fe", "fd00:12::fe", "fd00:12::1"
 BURST, LIMIT, SNAPLEN = 3028, 50000, 128
+OWN_PACKETS = 8  # ARP/ND the router itself sends on r-b: counted by tc, never seen by `in`
 
 
 def sh(*argv: str, ns: str | None = None, check: bool = True) -> str:
@@ -113,8 +117,8 @@ def tc_counters() -> dict[str, object]:
 def start_tcpdump(dev: str, direction: str, path: Path, *extra: str,
                   filt: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     proc = subprocess.Popen(["ip", "netns", "exec", NS_R, "tcpdump", "-i", dev, "-Q", direction,
-                             "-s", str(SNAPLEN), "-B", "8192", "-n", *extra, "-w", str(path),
-                             *filt],
+                             "-s", str(SNAPLEN), "-B", "8192", "-n", "--immediate-mode", "-U",
+                             *extra, "-w", str(path), *filt],
                             stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:  # "tcpdump: listening on ...": the capture is open
@@ -123,6 +127,40 @@ def start_tcpdump(dev: str, direction: str, path: Path, *extra: str,
         if "data link type" not in line:  # -y's note comes first
             break
     raise RuntimeError(f"tcpdump on {dev}: {line.strip()}")
+
+
+def pcap_records(path: Path) -> int:
+    """Complete records in a pcap file that tcpdump may still be writing."""
+    data = path.read_bytes() if path.exists() else b""
+    if len(data) < 24:
+        return 0
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    count, at = 0, 24
+    while at + 16 <= len(data):
+        caplen = struct.unpack_from(order + "I", data, at + 8)[0]
+        if at + 16 + caplen > len(data):
+            break
+        count, at = count + 1, at + 16 + caplen
+    return count
+
+
+def wait_for_packets(path: Path, at_least: int, deadline_s: float = 20.0) -> None:
+    """Poll until the capture holds ``at_least`` packets; an error after the deadline."""
+    deadline = time.monotonic() + deadline_s
+    while (have := pcap_records(path)) < at_least:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path}: {have} packets after {deadline_s:.0f} s, "
+                               f"tc counted {at_least}")
+        time.sleep(0.05)
+
+
+def wait_for_listener(ns: str, port: int, deadline_s: float = 10.0) -> None:
+    """Poll until a TCP socket listens on the port in the namespace (iperf3 -s started)."""
+    deadline = time.monotonic() + deadline_s
+    while f":{port} " not in sh("ss", "-Hltn", f"sport = :{port}", ns=ns):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"iperf3 -s in {ns}: not listening on {port} after {deadline_s} s")
+        time.sleep(0.05)
 
 
 def stop_tcpdump(proc: subprocess.Popen[str]) -> str:
@@ -142,13 +180,12 @@ def scenario(out: Path, name: str, client: list[str], rate: str, compress: bool,
     tout = start_tcpdump(out_dev, "out", pout, *out_extra, filt=out_filter)
     tin = start_tcpdump("r-a", "in", pin, "--time-stamp-precision", "nano")
     iperf = sh("iperf3", "-c", client[0], *client[1:], "--json", ns=NS_A)
-    # tcpdump (TPACKET_V3) hands packets over in blocks retired after its 1 s timeout: a
-    # capture stopped sooner after the traffic may lose the last, unretired block
-    time.sleep(1.5)
-    err_in = stop_tcpdump(tin)
-    time.sleep(0.2)
-    err_out = stop_tcpdump(tout)
     counters = tc_counters()
+    sent, dropped = int(counters["sent_packets"]), int(counters["dropped"])
+    wait_for_packets(pin, sent + dropped - OWN_PACKETS)
+    wait_for_packets(pout, sent - OWN_PACKETS)
+    err_in = stop_tcpdump(tin)
+    err_out = stop_tcpdump(tout)
     summary = json.loads(iperf)["end"]
     facts = {"scenario": name, "rate": rate, "burst": BURST, "limit": LIMIT,
              "iperf3": ["iperf3", "-c", *client], "tc": counters,
@@ -186,7 +223,7 @@ def main() -> int:
         build()
         srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        wait_for_listener(NS_B, 5201)
         if "tcp" in only:
             scenario(args.out, "tcp", [B4, "-t", args.seconds], args.rate, args.gzip)
         if "udp" in only:
