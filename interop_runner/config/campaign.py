@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from interop_runner.config.flows import MAX_FLOWS, FlowConfig, FlowSet, parse_seconds
 from interop_runner.config.implementations import (
     ImplementationMeta,
     VariantSpec,
@@ -299,6 +300,20 @@ class CampaignConfig(_Strict):
     impl: dict[str, str] = {}
     # an emulated path between the nodes (docs/paths.md); None: the direct link
     path: PathConfig | None = None
+    # several flows per attempt instead of pairs (docs/flows.md); `duration`: how long each
+    # flow runs unless it gives a size or a duration of its own
+    flows: list[FlowConfig] | None = None
+    duration: float | None = None
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        seconds = parse_seconds(value)
+        if seconds <= 0:
+            raise ValueError("a duration must be positive")
+        return seconds
 
     @field_validator("name")
     @classmethod
@@ -325,8 +340,10 @@ class CampaignConfig(_Strict):
 
     @model_validator(mode="after")
     def _has_pairs(self) -> "CampaignConfig":
+        if self.flows is not None:
+            return self._has_flows()
         if self.pairs is None and (not self.servers or not self.clients):
-            raise ValueError("give `servers` and `clients`, or `pairs`")
+            raise ValueError("give `servers` and `clients`, or `pairs` (or `flows`)")
         if self.pairs is not None and (self.servers or self.clients):
             # both would silently drop one of them: the user meant one
             both = "`servers`" if self.servers else "`clients`"
@@ -337,12 +354,42 @@ class CampaignConfig(_Strict):
             raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
         return self
 
+    def _has_flows(self) -> "CampaignConfig":
+        """``flows`` replaces ``pairs``/``servers``/``clients``; one port per flow."""
+        assert self.flows is not None
+        if self.pairs is not None or self.servers or self.clients:
+            raise ValueError("`flows` replaces `pairs`, `servers` and `clients`: give one")
+        if not self.flows:
+            raise ValueError("`flows` is empty")
+        if len(self.flows) > MAX_FLOWS:
+            raise ValueError(f"{len(self.flows)} flows: at most {MAX_FLOWS} per attempt (one "
+                             "server port each)")
+        if self.port + len(self.flows) - 1 > 65535:
+            raise ValueError(f"{len(self.flows)} flows need ports {self.port}.."
+                             f"{self.port + len(self.flows) - 1}: past 65535 (lower `port`)")
+        for i, flow in enumerate(self.flows):
+            if flow.kind == "tcp" and flow.size is None and flow.duration is None \
+                    and self.duration is None:
+                raise ValueError(f"flows[{i}]: a tcp flow needs a size or a duration (or the "
+                                 "campaign's `duration`)")
+        if (self.testbed is None) == (not self.testbeds):
+            raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
+        return self
+
+    def flow_set(self) -> FlowSet | None:
+        """The attempt's flows (None: a campaign of pairs)."""
+        return FlowSet(flows=tuple(self.flows)) if self.flows is not None else None
+
     def testbed_files(self) -> list[str]:
         """The testbed file(s) as written in the config."""
         return [self.testbed] if self.testbed is not None else list(self.testbeds)
 
     def written_pairs(self) -> list[Pair]:
-        """The pairs as written: ``pairs`` if given, else servers x clients."""
+        """The pairs as written: ``pairs`` if given, else servers x clients (a campaign of
+        flows: the distinct pairs of its implementation flows)."""
+        if self.flows is not None:
+            seen = {(f.server, f.client): None for f in self.flows if f.kind == "quic"}
+            return [Pair(server=str(s), client=str(c)) for s, c in seen]
         if self.pairs is not None:
             return list(self.pairs)
         return [Pair(server=s, client=c) for s in self.servers for c in self.clients]
@@ -595,6 +642,10 @@ class _ImplementationCheck:
         for i, pair in enumerate(cfg.pairs or []):
             self.name(f"pairs[{i}].server", pair.server, "server")
             self.name(f"pairs[{i}].client", pair.client, "client")
+        for i, flow in enumerate(cfg.flows or []):
+            if flow.server is not None and flow.client is not None:
+                self.name(f"flows[{i}].server", flow.server, "server")
+                self.name(f"flows[{i}].client", flow.client, "client")
 
     def parameters(self, side: str) -> None:
         """``<side>_params:``: every key declared by the implementation, every value valid."""
@@ -674,7 +725,20 @@ def _check_paths(source: str, cfg: CampaignConfig) -> list[str]:
         except ValueError as exc:
             where = f" (variant {variant.id})" if variant.id else ""
             errors.append(f"{source}: path{where}: {exc}")
-    return sorted(set(errors))
+    return sorted(set(errors + _check_flow_links(source, cfg)))
+
+
+def _check_flow_links(source: str, cfg: CampaignConfig) -> list[str]:
+    """A flow pinned to a link (or split over both) needs a path with two links."""
+    errors: list[str] = []
+    for variant, vcfg in variant_configs(cfg):
+        two_links = vcfg.path is not None and vcfg.path.links is not None
+        for i, flow in enumerate(vcfg.flows or []):
+            if flow.link is not None and not two_links:
+                where = f" (variant {variant.id})" if variant.id else ""
+                errors.append(f"{source}: flows[{i}].link{where}: link {flow.link} needs a "
+                              "path with two links (path.links)")
+    return errors
 
 
 def variant_configs(cfg: CampaignConfig) -> list[tuple[Variant, CampaignConfig]]:

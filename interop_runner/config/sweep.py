@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # Settings that may differ between the runs of one campaign (the file, monitors and nodes are
 # prepared once per campaign, so file_size and monitors are not among them).
 SWEEPABLE_ROOTS = ("params", "knobs", "server_knobs", "client_knobs", "server_params",
-                   "client_params", "keylog", "qlog", "impl", "path")
+                   "client_params", "keylog", "qlog", "impl", "path", "flows", "duration")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
@@ -90,7 +90,12 @@ class Variant:
 
 
 def slug(value: Any) -> str:
-    """A value as it appears in a directory name."""
+    """A value as it appears in a directory name (a list's items joined by ``+``, a
+    mapping's values by ``-``: a set of flows reads ``quiche-quiche-cubic+cubic``)."""
+    if isinstance(value, list):
+        return "+".join(slug(v) for v in value) or "x"
+    if isinstance(value, dict):
+        return "-".join(slug(v) for v in value.values()) or "x"
     text = str(value).lower() if isinstance(value, bool) else str(value)
     return _SLUG_BAD.sub("-", text).strip("-") or "x"
 

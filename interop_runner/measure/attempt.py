@@ -88,6 +88,9 @@ class AttemptPlan:
     # the pair as written in the campaign (differs from the implementations under `impl`)
     cell: tuple[str, str] | None = None
     hash_algorithm: str = "blake3"  # of file_digest: "blake3" or "sha256"
+    # one flow of an attempt of several (measure.flows): its directory below the attempt's,
+    # also for the client's downloads ("" for an attempt of one pair)
+    flow: str = ""
 
     @property
     def pair(self) -> str:
@@ -166,7 +169,9 @@ class Attempt:
                                                     client.cfg.interface, [])
         self.record = new_record(plan, server, client)
         rel = "/".join(p for p in (plan.pair, plan.testcase, plan.variant, str(plan.repetition),
-                                   f"attempt-{plan.attempt}") if p)
+                                   f"attempt-{plan.attempt}", plan.flow) if p)
+        # several clients of one node each download into their own directory
+        self.downloads = f"{client.downloads}/{plan.flow}" if plan.flow else client.downloads
         self.server_logs = f"{server.runs_dir}/{rel}/server"
         self.client_logs = f"{client.runs_dir}/{rel}/client"
         self._server_proc: Background | None = None
@@ -201,7 +206,7 @@ class Attempt:
         if node.cfg.role == "server":
             base["WWW"] = node.www
         else:
-            base["DOWNLOADS"] = node.downloads
+            base["DOWNLOADS"] = self.downloads
             base["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
         return node.script_env(side.meta, base, side.params)
 
@@ -234,7 +239,7 @@ class Attempt:
         cenv = self._env(self.client, self.client_logs, p.client)
         try:
             self.server.run(["mkdir", "-p", self.server_logs])
-            self.client.run(["mkdir", "-p", self.client_logs, self.client.downloads])
+            self.client.run(["mkdir", "-p", self.client_logs, self.downloads])
             self._apply_knobs()
             if self._script(self.server, p.server.meta, "pre", senv) and \
                     self._script(self.client, p.client.meta, "pre", cenv) and \
@@ -480,7 +485,7 @@ class Attempt:
     def _verify(self) -> None:
         """Size and digest of the download, hashed on the client node after the transfer."""
         p, rec = self.plan, self.record
-        path = f"{self.client.downloads}/{p.file_name}"
+        path = f"{self.downloads}/{p.file_name}"
         out = self.client.run(["sh", "-c", _VERIFY, path, HASH_COMMANDS[p.hash_algorithm]],
                               timeout=max(60.0, p.file_size / 100e6)).stdout.split()
         if out == ["missing"]:
@@ -583,6 +588,7 @@ class Attempt:
                     self.record.warnings.append(
                         f"{node.name}: not copied to the results (key material; removed on the "
                         f"node): {', '.join(held_back)}")
-            self.client.run(["rm", "-rf", "--", f"{self.client.downloads}/{p.file_name}",
-                             self.client_logs], check=False)
+            self.client.run(["rm", "-rf", "--", f"{self.downloads}/{p.file_name}",
+                             self.client_logs, *([self.downloads] if p.flow else [])],
+                            check=False)
             self.server.run(["rm", "-rf", "--", self.server_logs], check=False)

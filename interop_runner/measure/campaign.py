@@ -20,6 +20,8 @@ from interop_runner.config.implementations import ImplementationMeta, load_regis
 from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork
+from interop_runner.measure.flow_plan import FLOWS, first_pair, plan_flows
+from interop_runner.measure.flows import KERNEL_TCP, FlowsAttempt
 from interop_runner.measure.hooks import CampaignHooks, OnRecord, Progress
 from interop_runner.measure.outcome import (
     CampaignResult,
@@ -384,8 +386,8 @@ class Campaign:
             record.reason = (f"path: the {' and '.join(dead)} delay line died during the "
                              f"attempt" + (f"; {record.reason}" if record.reason else ""))
 
-    def _store(self, attempt_run: Attempt | None, record: RunRecord, directory: Path,
-               out: Path) -> None:
+    def _store(self, attempt_run: Attempt | FlowsAttempt | None, record: RunRecord,
+               directory: Path, out: Path) -> None:
         """Post-process an attempt that ran, store its record, hand it on (``on_stored``)."""
         if attempt_run is not None:
             attempt_run.postprocess()
@@ -394,9 +396,11 @@ class Campaign:
             self.hooks.on_stored(directory, out / "run.json")
 
     def _attempt(self, run: PlannedRun, plan: AttemptPlan, server: Node, client: Node,
-                 prepared: Prepared, out: Path) -> tuple[RunRecord, Attempt | None]:
+                 prepared: Prepared, out: Path) -> tuple[RunRecord, Attempt | FlowsAttempt | None]:
         """Run one attempt (not post-processed: :meth:`_store`); a pair whose setup failed or
         without a common protocol gets its record without running."""
+        if run.server == FLOWS:
+            return self._flows_attempt(run, plan, server, client, prepared, out)
         broken = [error for error in (prepared.of(side.key).setup_error for side in plan.sides)
                   if error is not None]
         if broken:
@@ -412,8 +416,25 @@ class Campaign:
                               self._deferred.before_transfer)
         return attempt_run.run(postprocess=False), attempt_run
 
+    def _flows_attempt(self, run: PlannedRun, plan: AttemptPlan, server: Node, client: Node,
+                       prepared: Prepared, out: Path) -> tuple[RunRecord, FlowsAttempt | None]:
+        """An attempt of several flows (:mod:`.flows`); one whose implementations failed to
+        set up gets its record without running."""
+        flows = plan_flows(run.cfg or self.cfg, plan, self.port,
+                           lambda key, vcfg: self._side_plan(key, {}, run, vcfg, prepared))
+        broken = sorted({error for f in flows if f.pair is not None for error in
+                         (prepared.of(side.key).setup_error for side in f.pair.sides)
+                         if error is not None})
+        if broken:
+            return not_run_record(plan, server, client, "failed", "; ".join(broken)), None
+        attempt_run = FlowsAttempt(plan, flows, server, client, out, prepared.server_monitors,
+                                   prepared.client_monitors, self._deferred.before_transfer)
+        return attempt_run.run(postprocess=False), attempt_run
+
     def _server_port(self, server: str) -> int:
         """The port the server listens on: the campaign's, or an image's own (QIR: 443)."""
+        if server == KERNEL_TCP.name:
+            return self.port
         image = self.meta(server).image
         return image.port if image is not None else self.port
 
@@ -421,6 +442,9 @@ class Campaign:
                       campaign_id: str) -> AttemptPlan:
         """Everything the attempt needs, from the run, the campaign and the preparation."""
         cfg, vcfg = self.cfg, run.cfg or self.cfg
+        if run.server == FLOWS:  # the attempt's sides are its first pair's (or kernel TCP)
+            pair = first_pair(vcfg)
+            run = replace(run, server=pair[0], client=pair[1])
         return AttemptPlan(
             campaign_id=campaign_id, testbed=self.testbed.name,
             testcase=cfg.testcase, repetition=run.repetition, attempt=attempt,
@@ -445,6 +469,8 @@ class Campaign:
                    vcfg: CampaignConfig, prepared: Prepared) -> SidePlan:
         """One side of the run's flow: the implementation as installed in its role, with the
         parameters (``params``: the role's, per implementation) and knobs of the variant."""
+        if key.name == KERNEL_TCP.name:
+            return SidePlan(key.role, KERNEL_TCP)
         installed = prepared.of(key)
         return SidePlan(key.role, self.meta(key.name), installed.version, installed.source_hash,
                         side_params(params, key.name, run.cell, ROLES.index(key.role)),

@@ -68,6 +68,8 @@ def plan_runs(cfg: CampaignConfig, seed: int | None = None,
         configs = [(Variant(",".join(x for x in (f"testbed={slug(t)}", v.id) if x),
                             (("testbed", t), *v.values)), vcfg)
                    for t in testbeds for v, vcfg in configs]
+    if cfg.flows is not None:
+        return _plan_flow_runs(cfg, configs, order, seed)
     units = [(variant, vcfg, pair) for pair in cfg.written_pairs()
              for variant, vcfg in configs]
     runs = []
@@ -78,6 +80,25 @@ def plan_runs(cfg: CampaignConfig, seed: int | None = None,
                            resolve(pair.client, registry, vcfg.implementations))
         runs.append(PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
                                cell=(written.server, written.client)))
+    return runs
+
+
+def _plan_flow_runs(cfg: CampaignConfig, configs: list[tuple[Variant, CampaignConfig]],
+                    order: str, seed: int) -> list[PlannedRun]:
+    """A campaign of flows: one run per variant and repetition, named ``flows_<set>``."""
+    registry = load_registry()
+    runs = []
+    for rep, (variant, vcfg) in order_runs(configs, cfg.repetitions, order, seed,
+                                           group=lambda u: ("flows", "")):
+        flows = vcfg.flow_set()
+        assert flows is not None
+        label = flows.set_label(vcfg.params)
+        pairs = [f for f in flows.flows if f.server is not None and f.client is not None]
+        alpn = "tcp" if not pairs else common_alpn(
+            resolve(str(pairs[0].server), registry, vcfg.implementations),
+            resolve(str(pairs[0].client), registry, vcfg.implementations))
+        runs.append(PlannedRun("flows", label, rep, alpn or "", variant, vcfg,
+                               cell=("flows", label)))
     return runs
 
 

@@ -15,6 +15,10 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
    placement, the key of its calibration in campaign.json, and the counters of its
    bottleneck and delay lines during the attempt), ``None`` over a direct link.
    :func:`upgrade_4_to_5`.
+6. competing flows: ``flows`` (one dict per flow of an attempt of a ``flows:`` campaign: what
+   it was, its port, its planned start, size or duration, and its own status, timestamps,
+   bytes received and how they were verified; docs/flows.md), ``None`` for an attempt of one
+   pair. :func:`upgrade_5_to_6`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -41,7 +45,7 @@ from interop_runner.storage.schema import (
     read_document_versioned,
 )
 
-RUN_SCHEMA_VERSION = 5
+RUN_SCHEMA_VERSION = 6
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
@@ -71,6 +75,34 @@ class Side(BaseModel):
     # set when the side ran as a container image: image, container id, network ("host") and
     # what became of the image's network set-up ("prevented"); None: it ran natively
     container: dict[str, Any] | None = None
+
+
+class FlowRecord(BaseModel):
+    """One flow of an attempt of several flows: what it was and how it went."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    label: str  # unique within the attempt
+    kind: Literal["quic", "tcp"]  # tcp: a kernel TCP reference flow (iperf3)
+    server: str | None = None  # implementations (None for a tcp flow)
+    client: str | None = None
+    congestion_control: str | None = None
+    link: str | None = None  # "0", "1" or "both" on a two-link path
+    port: int  # the server's port: the flow's packets at the bottleneck come from it
+    start_offset_s: float = 0.0  # planned, after the attempt's first flow
+    duration_s: float | None = None  # planned; None: the whole size
+    size_bytes: int | None = None  # planned
+    status: Status = "failed"
+    reason: str | None = None
+    start_ns: int | None = None  # on the client node's clock
+    end_ns: int | None = None
+    bytes_received: int | None = None  # by the client, by its end
+    verified: Literal["hash", "prefix", "iperf3"] | None = None
+    stopped_at_duration: bool = False
+    goodput_mbps: float | None = None
+    server_version: str | None = None
+    client_version: str | None = None
 
 
 class RunRecord(BaseModel):
@@ -122,6 +154,8 @@ class RunRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     # the emulated path of the attempt (docs/paths.md); None: the direct link
     path: dict[str, Any] | None = None
+    # the flows of an attempt of several flows (docs/flows.md); None: one pair
+    flows: list[FlowRecord] | None = None
     schema_version: int = RUN_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,10 +214,17 @@ def upgrade_4_to_5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
+    """Competing flows: every version 5 attempt ran one pair."""
+    data.setdefault("flows", None)
+    return data
+
+
 RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
                                                              2: upgrade_2_to_3,
                                                              3: upgrade_3_to_4,
-                                                             4: upgrade_4_to_5})
+                                                             4: upgrade_4_to_5,
+                                                             5: upgrade_5_to_6})
 
 
 # -- files ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"strings"
@@ -73,10 +74,34 @@ func download(client *http.Client, rawURL, dir string, buf []byte) error {
 	return nil
 }
 
+// stopOnInterrupt makes a pending Read of src return when the process gets
+// SIGINT (the runner stops a flow with a duration that way), so that copyBody
+// writes what it has read before the client exits. The returned function ends
+// the watch.
+func stopOnInterrupt(src io.Reader) func() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			switch s := src.(type) {
+			case interface{ CancelRead(quic.StreamErrorCode) }:
+				s.CancelRead(0)
+			case io.Closer:
+				s.Close()
+			}
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
+}
+
 // copyBody copies src to dst through buf. It is a plain loop (rather than
 // io.CopyBuffer) so that the large buffer is really used: *os.File implements
 // io.ReaderFrom, which would otherwise copy in 32 KiB chunks.
 func copyBody(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
+	defer stopOnInterrupt(src)()
 	var total int64
 	for {
 		nr, rerr := io.ReadFull(src, buf)

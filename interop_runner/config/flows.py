@@ -1,0 +1,152 @@
+"""A campaign's ``flows:`` list: several flows that share the path's bottleneck in one attempt.
+
+A flow is either a QUIC (or any registry) implementation pair, ``{server: quiche, client:
+quiche}``, or a kernel TCP reference flow, ``{tcp: cubic}`` (Debian's iperf3 with ``-C``, its
+data in the same direction as the QUIC data: from the server node to the client node). Each
+has its own congestion control and standard parameters, a start offset, and a size or a
+duration (the client is stopped at the duration and what it received by then counts). On a
+two-link path a flow may be pinned to one link (``link: 0`` or ``1``) or split over both
+(``link: both``, the default there). docs/flows.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from interop_runner.config.params import CongestionControl, StandardParams
+from interop_runner.config.path import parse_ms
+from interop_runner.units import positive_size
+
+MAX_FLOWS = 32  # ports port .. port + 31 on each node; each flow's processes on both nodes
+FlowKind = Literal["quic", "tcp"]
+
+
+def parse_seconds(value: Any) -> float:
+    """Seconds from ``60s``, ``2min``, ``500ms`` or a number of seconds (ValueError)."""
+    if isinstance(value, str) and value.strip().lower().endswith("min"):
+        return float(value.strip()[:-3]) * 60.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return parse_ms(f"{value}s") / 1e3
+    return parse_ms(value) / 1e3
+
+
+class FlowConfig(BaseModel):
+    """One flow of ``flows:``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    server: str | None = None
+    client: str | None = None
+    tcp: CongestionControl | None = None  # a kernel TCP reference flow with this CC
+    congestion_control: CongestionControl | None = None  # None: the campaign's params
+    params: dict[str, Any] = {}  # other standard parameters of this flow (params: keys)
+    start: float = 0.0  # seconds after the attempt's first flow starts
+    duration: float | None = None  # seconds; None: the campaign's `duration`, else the size
+    size: int | None = None  # bytes to download (QUIC: a file of this size; TCP: iperf3 -n)
+    link: Literal["both", "0", "1"] | None = None  # two-link paths: pinned or split
+    label: str | None = None  # a name for the flow (default from what it is)
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _start(cls, value: Any) -> float:
+        seconds = parse_seconds(value)
+        if seconds < 0:
+            raise ValueError("a start offset cannot be negative")
+        return seconds
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        seconds = parse_seconds(value)
+        if seconds <= 0:
+            raise ValueError("a duration must be positive")
+        return seconds
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int | None:
+        return None if value is None else positive_size(value)
+
+    @field_validator("link", mode="before")
+    @classmethod
+    def _link(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("params")
+    @classmethod
+    def _params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - set(StandardParams.model_fields))
+        if unknown:
+            raise ValueError(f"unknown standard parameter {unknown[0]!r} (known: "
+                             f"{', '.join(StandardParams.model_fields)})")
+        if "congestion_control" in value:
+            raise ValueError("give the congestion control as the flow's congestion_control")
+        return value
+
+    @model_validator(mode="after")
+    def _what(self) -> "FlowConfig":
+        quic = self.server is not None or self.client is not None
+        if quic == (self.tcp is not None):
+            raise ValueError("a flow is either {server: ..., client: ...} or {tcp: cubic|bbr|"
+                             "reno}")
+        if quic and (self.server is None or self.client is None):
+            raise ValueError("a flow needs both `server` and `client`")
+        if self.tcp is not None and (self.congestion_control is not None or self.params):
+            raise ValueError("a tcp flow's congestion control is its `tcp:` value; it takes "
+                             "no params")
+        if quic and self.size is not None:
+            raise ValueError("a QUIC flow downloads the campaign's file: set `file_size` "
+                             "(`size` is for tcp flows) or give a duration")
+        if self.size is not None and self.duration is not None:
+            raise ValueError("give a flow a size or a duration, not both")
+        return self
+
+    @property
+    def kind(self) -> FlowKind:
+        """``quic`` (an implementation pair) or ``tcp`` (a kernel reference flow)."""
+        return "tcp" if self.tcp is not None else "quic"
+
+    def cc(self, params: StandardParams) -> str:
+        """The congestion control the flow asks for."""
+        return self.tcp or self.congestion_control or params.congestion_control
+
+    def std_params(self, params: StandardParams) -> StandardParams:
+        """The campaign's standard parameters with this flow's own."""
+        update = {**self.params, "congestion_control": self.cc(params)}
+        return StandardParams.model_validate({**params.model_dump(), **update})
+
+    def default_label(self, params: StandardParams) -> str:
+        """``quic-go/cubic``, ``quiche-lsquic/bbr`` (server-client when they differ),
+        ``tcp/cubic``; ``@link`` when pinned."""
+        what = "tcp" if self.tcp is not None else (
+            self.server if self.server == self.client else f"{self.server}-{self.client}")
+        pin = f"@{self.link}" if self.link in ("0", "1") else ""
+        return f"{what}/{self.cc(params)}{pin}"
+
+
+class FlowSet(BaseModel):
+    """The flows of one attempt, resolved against the campaign: label, size or duration."""
+
+    model_config = ConfigDict(frozen=True)
+    flows: tuple[FlowConfig, ...] = Field(min_length=1)
+
+    def labels(self, params: StandardParams) -> list[str]:
+        """Each flow's label, unique (a repeated one gets ``#2``, ``#3``)."""
+        out: list[str] = []
+        for flow in self.flows:
+            base = flow.label or flow.default_label(params)
+            label, n = base, 1
+            while label in out:
+                n += 1
+                label = f"{base}#{n}"
+            out.append(label)
+        return out
+
+    def set_label(self, params: StandardParams) -> str:
+        """The set's name in directories and cells: the labels joined by ``+`` (``/`` and
+        ``@`` made path-safe)."""
+        return "+".join(label.replace("/", "-").replace("@", "-link")
+                        for label in self.labels(params))

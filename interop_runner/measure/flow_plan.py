@@ -1,0 +1,76 @@
+"""The flows of one attempt of a ``flows:`` campaign, planned: each flow's port, label,
+congestion control, duration or size, the plan of a pair's own Attempt, and why a flow
+cannot run (an image, a congestion control its implementation lacks, no common protocol)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from interop_runner.config.campaign import CampaignConfig
+from interop_runner.config.implementations import common_alpn
+from interop_runner.measure.attempt import AttemptPlan
+from interop_runner.measure.flows import KERNEL_TCP, FlowPlan
+from interop_runner.measure.side import ImplKey, SidePlan
+
+FLOWS = "flows"  # the server name of a flows campaign's runs (directories flows_<set>)
+SidePlanFor = Callable[[ImplKey, CampaignConfig], SidePlan]
+
+
+def first_pair(vcfg: CampaignConfig) -> tuple[str, str]:
+    """The implementations of the attempt's record sides: its first pair flow's, else the
+    kernel TCP reference's."""
+    for flow in vcfg.flows or []:
+        if flow.server is not None and flow.client is not None:
+            return vcfg.impl.get(flow.server, flow.server), vcfg.impl.get(flow.client,
+                                                                         flow.client)
+    return KERNEL_TCP.name, KERNEL_TCP.name
+
+
+def plan_flows(vcfg: CampaignConfig, base: AttemptPlan, port: int,
+               side_plan: SidePlanFor) -> list[FlowPlan]:
+    """Every flow of the variant ``vcfg``, on ports ``port``, ``port + 1``, ..."""
+    flow_set = vcfg.flow_set()
+    assert flow_set is not None
+    labels = flow_set.labels(vcfg.params)
+    plans = []
+    for i, (flow, label) in enumerate(zip(flow_set.flows, labels)):
+        cc = flow.cc(vcfg.params)
+        duration = flow.duration if flow.duration is not None else (
+            vcfg.duration if flow.size is None else None)
+        plan = FlowPlan(i, label, flow, port + i, cc, duration,
+                        flow.size if flow.kind == "tcp" else vcfg.file_size)
+        if flow.server is not None and flow.client is not None:
+            plan.pair, plan.unsupported = _pair_plan(vcfg, base, plan, side_plan)
+        plans.append(plan)
+    return plans
+
+
+def _pair_plan(vcfg: CampaignConfig, base: AttemptPlan, plan: FlowPlan,
+               side_plan: SidePlanFor) -> tuple[AttemptPlan, str | None]:
+    """A pair flow's own AttemptPlan, and why it cannot run (None: it can)."""
+    flow = plan.flow
+    assert flow.server is not None and flow.client is not None
+    server = side_plan(ImplKey("server", vcfg.impl.get(flow.server, flow.server)), vcfg)
+    client = side_plan(ImplKey("client", vcfg.impl.get(flow.client, flow.client)), vcfg)
+    alpn = common_alpn(server.meta, client.meta)
+    pair = replace(base, server=server, client=client, std_params=flow.std_params(vcfg.params),
+                   alpn=alpn, port=plan.port, flow=plan.directory,
+                   cell=(flow.server, flow.client))
+    return pair, _why_not(server, client, alpn, plan.cc)
+
+
+def _why_not(server: SidePlan, client: SidePlan, alpn: str | None, cc: str) -> str | None:
+    """Why a pair flow cannot run: a container image, a congestion control one side lacks,
+    no common protocol."""
+    for side in (server, client):
+        if side.meta.image is not None:
+            return f"{side.meta.name} runs as a container image: not in flows (yet)"
+        offered = side.meta.supports.congestion_control
+        if offered and cc not in offered:
+            return (f"{side.meta.name} ({side.role}) offers no {cc} (it offers: "
+                    f"{', '.join(offered)})")
+    if alpn is None:
+        return (f"no common protocol: server speaks {', '.join(server.meta.alpns)}, client "
+                f"speaks {', '.join(client.meta.alpns)}")
+    return None

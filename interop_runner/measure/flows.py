@@ -1,0 +1,441 @@
+"""One attempt of several flows that share the path's bottleneck (a ``flows:`` campaign).
+
+Each flow has its own port, server process and client process: an implementation pair (run
+by an :class:`~interop_runner.measure.attempt.Attempt` of its own, in ``flow-<i>/`` of the
+attempt directory) or a kernel TCP reference flow (iperf3, its server on the server node
+sending, ``-R``, so its data goes the way the QUIC data goes). Every server is started first;
+then every client is launched in the background, and each waits on the client node until its
+start time (a common origin on that node's clock plus its offset), so the schedule does not
+depend on SSH round trips. A flow with a duration is stopped then (``timeout -s INT``): what
+it received by then counts and is verified as a prefix of the served file. The node monitors
+run around all of them. A failed flow fails the attempt with its reason; every process ends
+with the attempt (also on Ctrl-C: the clients are in the node's process journal).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from interop_runner.config.flows import FlowConfig
+from interop_runner.config.implementations import ImplementationMeta
+from interop_runner.config.params import Supports
+from interop_runner.errors import ConnectError, ExecutorError, KnobError
+from interop_runner.measure.attempt import Attempt, AttemptPlan, _seconds, new_record
+from interop_runner.measure.monitor_session import NodeMonitors
+from interop_runner.remote.executor import Background, CommandTimeout
+from interop_runner.storage.layout import utc_now
+from interop_runner.storage.run_record import FlowRecord, RunRecord
+from interop_runner.testbed.files import HASH_COMMANDS
+from interop_runner.testbed.node import Node
+from interop_runner.units import goodput_mbps
+
+# $0 stdout file, $1 stderr file, $2 the start time (epoch µs, the client node's clock),
+# $3 the duration in s (0: until the command ends), the rest the command. Prints one JSON
+# line, then bash's `times` (CPU of the waited-for children: the client).
+_SCHEDULED = (
+    'o=$0; e=$1; at=$2; d=$3; shift 3; now=${EPOCHREALTIME/[.,]/}; w=$((at - now)); '
+    'if [ "$w" -gt 0 ]; then sleep "$((w / 1000000)).$(printf %06d $((w % 1000000)))"; fi; '
+    's=$EPOCHREALTIME; '
+    'if [ "$d" != 0 ]; then timeout -s INT -k 5 "$d" "$@" </dev/null >"$o" 2>"$e"; '
+    'else "$@" </dev/null >"$o" 2>"$e"; fi; rc=$?; f=$EPOCHREALTIME; '
+    'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' "$s" "$f" "$rc"; times'
+)
+_TIMED_OUT = 124  # timeout(1)'s status when it stopped the command at the duration
+# $0 file, $1 hash command: "<size> <digest>" of the file, or "missing"
+_PARTIAL = 'if [ -f "$0" ]; then printf "%s " "$(stat -c %s -- "$0")"; "$1" <"$0"; ' \
+           'else echo missing; fi'
+# $0 file, $1 byte count, $2 hash command: the digest of the file's first $1 bytes
+_PREFIX = 'head -c "$1" -- "$0" | "$2"'
+_LEAD_S = 1.0  # the common start lies this far ahead of "now": every launch fits before it
+# the sides of a kernel TCP reference flow in the record (an attempt of TCP flows only)
+KERNEL_TCP = ImplementationMeta(name="tcp", version="kernel", roles=["server", "client"],
+                                alpns=["tcp"], ready="tcp",
+                                supports=Supports(congestion_control=["cubic", "reno", "bbr"]),
+                                description="kernel TCP reference flow (iperf3)")
+
+
+@dataclass
+class FlowPlan:
+    """One flow of the attempt: its configuration, label, port, congestion control, how long
+    it runs, and (an implementation pair) the plan its own Attempt runs."""
+
+    index: int
+    label: str
+    flow: FlowConfig
+    port: int
+    cc: str
+    duration_s: float | None
+    size: int | None
+    pair: AttemptPlan | None = None  # None: a kernel TCP flow
+    unsupported: str | None = None  # why the flow cannot run (then nothing runs)
+
+    @property
+    def directory(self) -> str:
+        """Its directory below the attempt's."""
+        return f"flow-{self.index}"
+
+    def record(self) -> FlowRecord:
+        """Its record before it runs."""
+        f = self.flow
+        return FlowRecord(index=self.index, label=self.label, kind=f.kind, server=f.server,
+                          client=f.client, congestion_control=self.cc, link=f.link,
+                          port=self.port, start_offset_s=f.start, duration_s=self.duration_s,
+                          size_bytes=self.size,
+                          server_version=self.pair.server.version if self.pair else None,
+                          client_version=self.pair.client.version if self.pair else None)
+
+
+@dataclass
+class _Running:
+    """A flow while it runs: its record, its Attempt (a pair), its processes."""
+
+    plan: FlowPlan
+    record: FlowRecord
+    attempt: Attempt | None = None
+    env: tuple[dict[str, str], dict[str, str]] | None = None  # the pair's server, client
+    server: Background | None = None  # the iperf3 server
+    client: Background | None = None
+    started: bool = False  # its server listens
+
+
+@dataclass
+class FlowsAttempt:
+    """Runs the flows of one attempt; always leaves both nodes clean."""
+
+    plan: AttemptPlan  # the attempt as a whole (its first flow's sides, the set's cell)
+    flows: list[FlowPlan]
+    server: Node
+    client: Node
+    out_dir: Path
+    server_monitors: NodeMonitors | None = None
+    client_monitors: NodeMonitors | None = None
+    before_transfer: Callable[[], None] | None = None
+    abort: BaseException | None = None
+    record: RunRecord = field(init=False)
+    _running: list[_Running] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.record = new_record(self.plan, self.server, self.client)
+        self.record.flows = [f.record() for f in self.flows]
+        rel = "/".join(p for p in (self.plan.pair, self.plan.testcase, self.plan.variant,
+                                   str(self.plan.repetition), f"attempt-{self.plan.attempt}")
+                       if p)
+        self.logs = {"server": f"{self.server.runs_dir}/{rel}/server",
+                     "client": f"{self.client.runs_dir}/{rel}/client"}
+        self._running = [_Running(f, rec) for f, rec in zip(self.flows, self.record.flows)]
+
+    # -- the attempt ---------------------------------------------------------------------------
+    def run(self, postprocess: bool = True) -> RunRecord:
+        """Run every flow; the record (ok only when every flow is ok)."""
+        rec = self.record
+        rec.started_at = utc_now()
+        unsupported = [f for f in self.flows if f.unsupported]
+        try:
+            if unsupported:
+                first = unsupported[0].label
+                for run in self._running:
+                    run.record.status = "unsupported" if run.plan.unsupported else "failed"
+                    run.record.reason = run.plan.unsupported or f"not run: flow {first} " \
+                                                                "cannot run"
+            else:
+                self.server.run(["mkdir", "-p", self.logs["server"]])
+                self.client.run(["mkdir", "-p", self.logs["client"]])
+                if self._start_servers():
+                    self._measure()
+        except CommandTimeout as exc:
+            rec.status, rec.reason = "timeout", str(exc)
+        except ConnectError as exc:
+            rec.status, rec.reason = "failed", f"runner: {exc}"
+            self.abort = exc
+        except (ExecutorError, KnobError) as exc:
+            rec.status, rec.reason = "failed", f"runner: {exc}"
+        except KeyboardInterrupt as exc:
+            rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
+            rec.interrupted = True
+            self.abort = exc
+        except Exception as exc:  # a runner bug: record it, then let the campaign stop
+            rec.status, rec.reason = "failed", f"runner error: {exc!r}"
+            self.abort = exc
+        finally:
+            self._finish()
+        self._conclude()
+        rec.finished_at = utc_now()
+        if postprocess:
+            self.postprocess()
+        return rec
+
+    def postprocess(self) -> None:
+        """Each pair's management-side work (what its libraries reported)."""
+        for run in self._running:
+            if run.attempt is not None:
+                run.attempt.postprocess()
+                self.record.warnings.extend(f"{run.plan.label}: {w}"
+                                            for w in run.attempt.record.warnings)
+
+    def _conclude(self) -> None:
+        """The attempt's status from its flows' (an attempt-level failure wins), and the
+        attempt's span and bytes over all flows."""
+        rec, flows = self.record, [r.record for r in self._running]
+        if rec.reason is None:
+            bad = next((f for f in flows if f.status != "ok"), None)
+            if bad is None:
+                rec.status = "ok"
+            else:
+                rec.status, rec.reason = bad.status, f"flow {bad.label}: {bad.reason}"
+        starts = [f.start_ns for f in flows if f.start_ns is not None]
+        ends = [f.end_ns for f in flows if f.end_ns is not None]
+        if starts and ends:
+            rec.start_ns, rec.end_ns = min(starts), max(ends)
+            rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
+        received = [f.bytes_received for f in flows if f.bytes_received is not None]
+        rec.bytes_received = sum(received) if received else None
+        if rec.status == "ok" and rec.duration_s and rec.bytes_received is not None:
+            rec.goodput_mbps = goodput_mbps(rec.bytes_received, rec.duration_s)
+
+    # -- servers -------------------------------------------------------------------------------
+    def _start_servers(self) -> bool:
+        """Start every flow's server; False (the failing flow's record says why) when one
+        does not come up."""
+        for run in self._running:
+            ok = self._start_pair(run) if run.plan.pair is not None else self._start_iperf(run)
+            run.started = ok
+            if not ok:
+                return False
+        return True
+
+    def _start_pair(self, run: _Running) -> bool:
+        assert run.plan.pair is not None
+        attempt = Attempt(run.plan.pair, self.server, self.client,
+                          self.out_dir / run.plan.directory)
+        run.attempt = attempt
+        senv = attempt._env(self.server, attempt.server_logs, run.plan.pair.server)
+        cenv = attempt._env(self.client, attempt.client_logs, run.plan.pair.client)
+        run.env = (senv, cenv)
+        self.server.run(["mkdir", "-p", attempt.server_logs])
+        self.client.run(["mkdir", "-p", attempt.client_logs, attempt.downloads])
+        meta = run.plan.pair.server.meta
+        ok = attempt._script(self.server, meta, "pre", senv) and \
+            attempt._script(self.client, run.plan.pair.client.meta, "pre", cenv) and \
+            attempt._start_server(senv)
+        if not ok:
+            run.record.status = attempt.record.status
+            run.record.reason = attempt.record.reason
+        return ok
+
+    def _start_iperf(self, run: _Running) -> bool:
+        logs, port = f"{self.logs['server']}/{run.plan.directory}", run.plan.port
+        self.server.run(["mkdir", "-p", logs])
+        run.server = self.server.executor.start(
+            ["iperf3", "-s", "-1", "-p", str(port)], stdout=f"{logs}/iperf3-server.log",
+            stderr=f"{logs}/iperf3-server.err")
+        try:
+            self.server.run(["sh", "-c", 'until ss -Hltn "sport = :$0" | grep -q .; do '
+                             'if [ -s "$1" ]; then exit 1; fi; sleep 0.005; done',
+                             str(port), run.server.exit_file],
+                            timeout=self.plan.server_ready_timeout)
+        except (CommandTimeout, ExecutorError):
+            run.record.status = "failed"
+            run.record.reason = f"iperf3 server not listening on port {port}"
+            return False
+        return True
+
+    # -- clients -------------------------------------------------------------------------------
+    def _measure(self) -> None:
+        """The node monitors around every client; each client's outcome into its record."""
+        if self.before_transfer is not None:
+            self.before_transfer()
+        smon = self.server_monitors or NodeMonitors(self.server.executor, self.server.name,
+                                                    self.server.cfg.interface, [])
+        cmon = self.client_monitors or NodeMonitors(self.client.executor, self.client.name,
+                                                    self.client.cfg.interface, [])
+        smon.snapshot("before", self.logs["server"])
+        cmon.snapshot("before", self.logs["client"])
+        series = smon.start_series(self.logs["server"], port=self.plan.port)
+        cseries: list[Background] = []
+        try:
+            cseries = cmon.start_series(self.logs["client"], port=self.plan.port)
+            self._launch_clients()
+            self._wait_clients()
+        finally:
+            smon.stop_series(series)
+            cmon.stop_series(cseries)
+            smon.snapshot("after", self.logs["server"])
+            cmon.snapshot("after", self.logs["client"])
+            smon.finish(self.logs["server"])
+            cmon.finish(self.logs["client"])
+
+    def _launch_clients(self) -> None:
+        """Launch every client in the background, each waiting for its start time."""
+        now = self.client.run(["sh", "-c", 'echo "${EPOCHREALTIME:-$(date +%s.%N)}"'],
+                              ).stdout.strip()
+        origin_us = int(float(now) * 1e6) + int((_LEAD_S + 0.05 * len(self.flows)) * 1e6)
+        for run in self._running:
+            at = origin_us + int(run.plan.flow.start * 1e6)
+            duration = f"{run.plan.duration_s:g}" if run.plan.duration_s else "0"
+            argv, logs, cwd, env = self._client_command(run)
+            run.client = self.client.executor.start(
+                ["bash", "-c", _SCHEDULED, f"{logs}/client.stdout.log",
+                 f"{logs}/client.stderr.log", str(at), duration, *argv],
+                stdout=f"{logs}/scheduled.log", stderr=f"{logs}/scheduled.err", env=env,
+                cwd=cwd)
+
+    def _client_command(self, run: _Running
+                        ) -> tuple[list[str], str, str | None, dict[str, str] | None]:
+        """(argv, logs directory, cwd, environment) of the flow's client."""
+        if run.attempt is not None and run.env is not None:
+            d = self.client.impl_dir(run.attempt.plan.client.meta.name)
+            return [f"{d}/run-client"], run.attempt.client_logs, d, run.env[1]
+        logs = f"{self.logs['client']}/{run.plan.directory}"
+        self.client.run(["mkdir", "-p", logs])
+        p = run.plan
+        amount = ["-t", f"{p.duration_s:g}"] if p.duration_s else ["-n", str(p.size)]
+        return (["iperf3", "-c", self.server.cfg.ip, "-p", str(p.port), "-R", "-C", p.cc,
+                 *amount, "--json"], logs, None, None)
+
+    def _client_timeout(self) -> float:
+        """How long the last client may take: its start, its duration (or the campaign's
+        client timeout) and a margin."""
+        ends = [r.plan.flow.start + (r.plan.duration_s + 30 if r.plan.duration_s
+                                     else self.plan.client_timeout) for r in self._running]
+        return _LEAD_S + 0.05 * len(self.flows) + max(ends)
+
+    def _wait_clients(self) -> None:
+        """Wait for every client; read each one's outcome."""
+        timeout = self._client_timeout()
+        for run in self._running:
+            assert run.client is not None
+            try:
+                self.client.executor.wait(run.client, timeout)
+            except CommandTimeout:
+                run.record.status = "timeout"
+                run.record.reason = f"client did not finish within {timeout:g} s"
+                continue
+            self._client_outcome(run)
+
+    def _client_outcome(self, run: _Running) -> None:
+        assert run.client is not None
+        out = self.client.run(["cat", run.client.stdout], check=False).stdout.splitlines()
+        rec = run.record
+        if len(out) < 3:
+            rec.status, rec.reason = "failed", "the client's wrapper printed no outcome"
+            return
+        timing = json.loads(out[-3])
+        rec.start_ns = int(timing["start_us"].replace(".", "").replace(",", "")) * 1000
+        rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
+        code = int(timing["exit_code"])
+        rec.stopped_at_duration = code == _TIMED_OUT and run.plan.duration_s is not None
+        if run.attempt is not None:
+            user, _, system = out[-1].partition(" ")
+            side = run.attempt.record.client
+            side.cpu_user_s, side.cpu_system_s = _seconds(user), _seconds(system)
+            side.exit_code = code
+        if code != 0 and not rec.stopped_at_duration:
+            self._client_failed(run, code)
+            return
+        if run.attempt is not None:
+            self._verify_pair(run)
+        else:
+            self._read_iperf(run)
+        if rec.status == "ok" and rec.bytes_received is not None:
+            rec.goodput_mbps = goodput_mbps(rec.bytes_received, (rec.end_ns - rec.start_ns) / 1e9)
+
+    def _client_failed(self, run: _Running, code: int) -> None:
+        logs = run.attempt.client_logs if run.attempt is not None else \
+            f"{self.logs['client']}/{run.plan.directory}"
+        err = self.client.run(["sh", "-c", 'tail -c 2000 "$0"; tail -c 2000 "$1"',
+                               f"{logs}/client.stderr.log", f"{logs}/client.stdout.log"],
+                              check=False).stdout
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        what = "client" if run.attempt is not None else "iperf3 client"
+        run.record.status = "unsupported" if code == 127 else "failed"
+        run.record.reason = f"{what} exited {code}" + (f": {lines[-1][:300]}" if lines else "")
+
+    def _verify_pair(self, run: _Running) -> None:
+        """A complete download by its digest; one stopped at its duration as a prefix of the
+        served file (the server node hashes the same number of bytes)."""
+        assert run.attempt is not None
+        rec, attempt = run.record, run.attempt
+        if not rec.stopped_at_duration:
+            attempt.record.start_ns, attempt.record.end_ns = rec.start_ns, rec.end_ns
+            attempt.record.duration_s = (rec.end_ns or 0) / 1e9 - (rec.start_ns or 0) / 1e9
+            attempt._verify()
+            rec.bytes_received = attempt.record.bytes_received
+            rec.status, rec.reason = attempt.record.status, attempt.record.reason
+            rec.verified = "hash" if attempt.record.hash_ok else None
+            return
+        hasher = HASH_COMMANDS[self.plan.hash_algorithm]
+        got = self.client.run(["sh", "-c", _PARTIAL, f"{attempt.downloads}/{self.plan.file_name}",
+                               hasher]).stdout.split()
+        if not got or got[0] == "missing":
+            rec.status, rec.reason = "failed", "stopped at its duration with no file"
+            return
+        size, digest = int(got[0]), got[1]
+        served = self.server.run(["sh", "-c", _PREFIX, f"{self.server.www}/{self.plan.file_name}",
+                                  str(size), hasher]).stdout.split()[0]
+        rec.bytes_received = size
+        if digest != served:
+            rec.status = "failed"
+            rec.reason = f"the {size} bytes received differ from the served file's first {size}"
+        else:
+            rec.status, rec.reason, rec.verified = "ok", None, "prefix"
+
+    def _read_iperf(self, run: _Running) -> None:
+        """iperf3's own account: bytes received, and the congestion control the sender used
+        (the server node's, -R)."""
+        rec = run.record
+        text = self.client.run(["cat", f"{self.logs['client']}/{run.plan.directory}/"
+                                "client.stdout.log"], check=False).stdout
+        try:
+            end = json.loads(text)["end"]
+            rec.bytes_received = int(end["sum_received"]["bytes"])
+            sender_cc = end.get("sender_tcp_congestion")
+        except (ValueError, KeyError, TypeError) as exc:
+            rec.status, rec.reason = "failed", f"iperf3 printed no result: {exc!r}"
+            return
+        if sender_cc is not None and sender_cc != run.plan.cc:
+            rec.status = "failed"
+            rec.reason = f"iperf3's sender used {sender_cc}, not {run.plan.cc}"
+            return
+        rec.status, rec.reason, rec.verified = "ok", None, "iperf3"
+
+    # -- the end -------------------------------------------------------------------------------
+    def _finish(self) -> None:
+        """Stop what still runs, run each pair's end (server, post scripts, logs), fetch the
+        attempt's own logs and remove them from the nodes."""
+        clients = [r.client for r in self._running if r.client is not None
+                   and r.client.exit_code is None]
+        servers = [r.server for r in self._running if r.server is not None]
+        try:
+            if clients:
+                self.client.executor.stop_many(clients, grace=5)
+            if servers:
+                self.server.executor.stop_many(servers, grace=5)
+            for run in self._running:
+                if run.attempt is not None and run.env is not None:
+                    try:
+                        run.attempt._finish(*run.env)
+                    except ExecutorError as exc:
+                        self.record.warnings.append(f"{run.plan.label}: cleanup: {exc}")
+                    self._pair_sides(run)
+        finally:
+            for node, role in ((self.server, "server"), (self.client, "client")):
+                try:
+                    node.fetch_dir(self.logs[role], self.out_dir / role)
+                except (ExecutorError, OSError) as exc:
+                    self.record.warnings.append(f"{node.name}: could not fetch logs: {exc}")
+                node.run(["rm", "-rf", "--", self.logs[role]], check=False)
+
+    def _pair_sides(self, run: _Running) -> None:
+        """The attempt's sides are its first flow's (a pair)."""
+        assert run.attempt is not None
+        if run.plan.index == 0:
+            self.record.server = run.attempt.record.server
+            self.record.client = run.attempt.record.client
+
+
+def flow_attempt_plan(base: AttemptPlan, flow: FlowPlan) -> AttemptPlan:
+    """The plan of one pair flow's own Attempt: its port, directory and parameters."""
+    return replace(base, port=flow.port, flow=flow.directory)
