@@ -1,7 +1,8 @@
 """The path's delay line (interop_runner/testbed/path/delayline.c) on the real kernel: built with
 gcc, bound to an NFQUEUE queue in a router namespace of its own, between two end namespaces
-(a: 10.203.0.1 -- r -- b: 10.203.1.1). Delay, loss, jitter, two links, a trace, bad input,
-SIGTERM and one TCP flow at 100 Mbit/s are checked against what the ends see and against the
+(a: 10.203.0.1 -- r -- b: 10.203.1.1, and fd03:203::1 -- r -- fd03:203:1::1). Delay, loss,
+jitter, two links, flows pinned to a link, a trace, bad input, SIGTERM and one TCP flow at
+100 Mbit/s are checked against what the ends see and against the
 delay line's own counters (its --stats file, fresh on SIGUSR1).
 
 The namespaces are this run's own (``qirdl-test-<pid>-*``), never the project's testbed
@@ -30,10 +31,11 @@ from .conftest import ROOT, wait_until
 
 SOURCE = ROOT / "interop_runner" / "testbed" / "path" / "delayline.c"
 HEADER = Path("/usr/include/libnetfilter_queue/libnetfilter_queue.h")
-TOOLS = ("gcc", "ip", "iptables", "tc", "ping")
+TOOLS = ("gcc", "ip", "iptables", "ip6tables", "tc", "ping")
 PREFIX = "qirdl-test-"
 QUEUE = 0
 A_IP, B_IP = "10.203.0.1", "10.203.1.1"
+A_IP6, B_IP6 = "fd03:203::1", "fd03:203:1::1"
 # the router's interfaces: toward a (where a->b packets come in) and toward b
 R_A_IF, R_B_IF = "dlra", "dlrb"
 PORT = 40000
@@ -86,6 +88,7 @@ class Net:
     def reset_router(self) -> None:
         """No NFQUEUE rule and no qdisc of a test left in the router."""
         self.run(self.r, "iptables", "-F", "FORWARD")
+        self.run(self.r, "ip6tables", "-F", "FORWARD")
         for dev in (R_A_IF, R_B_IF):
             subprocess.run(self.argv(self.r, "tc", "qdisc", "del", "dev", dev, "root"),
                            capture_output=True, timeout=10)
@@ -113,7 +116,19 @@ def make_net(prefix: str) -> Net:
         run(["ip", "-n", net.r, "addr", "add", addr, "dev", dev])
         run(["ip", "-n", net.r, "link", "set", dev, "up"])
     net.run(net.r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    add_ipv6(net)
     return net
+
+
+def add_ipv6(net: Net) -> None:
+    """The same network in IPv6 (no duplicate address detection: usable at once)."""
+    for ns, dev, addr, via in ((net.a, "dla", A_IP6, "fd03:203::fe"),
+                               (net.b, "dlb", B_IP6, "fd03:203:1::fe")):
+        run(["ip", "-n", ns, "addr", "add", f"{addr}/64", "dev", dev, "nodad"])
+        run(["ip", "-n", ns, "-6", "route", "add", "default", "via", via])
+    for dev, addr in ((R_A_IF, "fd03:203::fe/64"), (R_B_IF, "fd03:203:1::fe/64")):
+        run(["ip", "-n", net.r, "addr", "add", addr, "dev", dev, "nodad"])
+    net.run(net.r, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
 
 
 def remove_namespace(ns: str) -> None:
@@ -215,8 +230,9 @@ class Router:
             line.proc.kill()
             pytest.fail(f"the delay line did not start: {first!r} {line.proc.communicate()[1]}")
         for dev in rules:
-            self.net.run(self.net.r, "iptables", "-A", "FORWARD", "-i", dev, "-j", "NFQUEUE",
-                         "--queue-num", str(QUEUE))
+            for tables in ("iptables", "ip6tables"):
+                self.net.run(self.net.r, tables, "-A", "FORWARD", "-i", dev, "-j", "NFQUEUE",
+                             "--queue-num", str(QUEUE))
         return line
 
     def tbf(self, dev: str, rate_mbit: float, limit_bytes: int) -> None:
@@ -309,12 +325,13 @@ print(json.dumps({"count": n, "out_of_order": ooo, "bytes": nbytes, "rate_bps": 
 """
 
 # A UDP sender in a: `count` numbered datagrams of `size` bytes at `rate` bit/s of IP packets
-# (0: as fast as it goes), paced in bursts of at most 1 ms.
+# (0: as fast as it goes), paced in bursts of at most 1 ms, from source port `sport` (0: any).
 SENDER = r"""
 import socket, sys, time
-dst, port, count, size, rate = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
-                                int(sys.argv[4]), float(sys.argv[5]))
+dst, port, count, size, rate, sport = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                                       int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]))
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", sport))
 pad = bytes(size - 8)
 gap = (size + 28) * 8 / rate if rate > 0 else 0.0
 t0 = time.monotonic()
@@ -327,22 +344,51 @@ for i in range(count):
 """
 
 
+@dataclass(frozen=True)
+class Flow:
+    """Numbered datagrams a -> b: to ``port``, from ``sport`` (0: any)."""
+
+    count: int
+    size: int
+    rate_bps: float
+    port: int = PORT
+    sport: int = 0
+
+
 def udp(net: Net, count: int, size: int, rate_bps: float, idle: float = 0.5,
         expect: int | None = None) -> dict[str, Any]:
     """Send numbered datagrams a -> b; what the receiver saw."""
-    rx = net.popen(net.b, sys.executable, "-c", RECEIVER, str(PORT), str(expect or count),
-                   str(idle))
+    return udp_flows(net, [Flow(count, size, rate_bps)], idle, expect)[0]
+
+
+def udp_flows(net: Net, flows: list[Flow], idle: float = 0.5,
+              expect: int | None = None) -> list[dict[str, Any]]:
+    """Send the flows at once; what each receiver saw."""
+    receivers: list[subprocess.Popen[str]] = []
+    senders: list[subprocess.Popen[str]] = []
     try:
-        if read_line(rx, 10) != "ready\n":
-            rx.kill()
-            pytest.fail(f"the UDP receiver did not start: {rx.communicate()[1]}")
-        net.run(net.a, sys.executable, "-c", SENDER, B_IP, str(PORT), str(count), str(size),
-                str(rate_bps), timeout=60)
-        out, err = rx.communicate(timeout=60)
+        for f in flows:
+            rx = net.popen(net.b, sys.executable, "-c", RECEIVER, str(f.port),
+                           str(expect or f.count), str(idle))
+            receivers.append(rx)
+            if read_line(rx, 10) != "ready\n":
+                pytest.fail(f"the UDP receiver did not start: {rx.communicate()[1]}")
+        senders += [net.popen(net.a, sys.executable, "-c", SENDER, B_IP, str(f.port),
+                              str(f.count), str(f.size), str(f.rate_bps), str(f.sport))
+                    for f in flows]
+        for tx in senders:
+            _, err = tx.communicate(timeout=60)
+            assert tx.returncode == 0, err
+        return [_received(rx) for rx in receivers]
     finally:
-        if rx.poll() is None:
-            rx.kill()
-            rx.communicate()
+        for proc in receivers + senders:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+def _received(rx: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = rx.communicate(timeout=60)
     assert rx.returncode == 0, err
     got: dict[str, Any] = json.loads(out)
     return got
@@ -382,7 +428,7 @@ def test_loss_drops_its_share(router: Router) -> None:
     assert 400 - replies == s["dropped_loss"]  # only the requests pass the delay line
     assert s["delivered"] == replies and s["dropped_buffer"] == 0
     assert s["links"] == [{"packets": 400, "bytes": 400 * 84, "dropped_loss": s["dropped_loss"],
-                           "dropped_buffer": 0}]
+                           "dropped_buffer": 0, "pinned": 0}]
 
 
 def test_jitter_reorders_and_the_count_matches_the_receiver(router: Router) -> None:
@@ -459,6 +505,81 @@ def test_reorder_timeout_gives_up_a_gap(router: Router) -> None:
     assert 0 < rx["out_of_order"] == s["reordered"]
 
 
+def test_pinned_flows_keep_their_link(router: Router) -> None:
+    """Two flows pinned next to a split one (paper 002's fairness experiment): one by its
+    destination port to the slow link 1, one by its source port to the fast link 0. The split
+    flow's batches and ratio count only its own packets (3 batches of 10 on link 0, 1 on link
+    1) and come back in sequence; a pinned packet is not held back by the reordering: those on
+    link 0 take its 5 ms while the split packets on link 1 take 40."""
+    fast, slow = "rate=20e6,delay=5,buffer=1000000", "rate=20e6,delay=40,buffer=1000000"
+    line = router.start("--link", fast, "--link", slow, "--batch", "10", "--ratio", "3:1",
+                        "--reorder-timeout", "200", "--pin", "40001=1", "--pin", "40102=0",
+                        log=True)
+    split, to_1, to_0 = udp_flows(router.net, [Flow(400, 1000, 4e6),
+                                               Flow(100, 1000, 1e6, port=40001),
+                                               Flow(100, 1000, 1e6, port=40002, sport=40102)])
+    assert [split["count"], to_1["count"], to_0["count"]] == [400, 100, 100]
+    assert split["out_of_order"] == to_1["out_of_order"] == to_0["out_of_order"] == 0
+    s = line.stop()
+    assert s["delivered"] == 600 and s["reordered"] == s["reorder_timeouts"] == 0
+    assert [(x["packets"], x["pinned"]) for x in s["links"]] == [(400, 100), (200, 100)]
+    assert line.log_path is not None
+    rows = [r.split(",") for r in line.log_path.read_text().splitlines()[1:]]
+    links = {port: [r[3] for r in rows if r[9] == port] for port in ("40000", "40001", "40002")}
+    assert links["40000"] == (["0"] * 30 + ["1"] * 10) * 10  # delivered in sequence
+    assert links["40001"] == ["1"] * 100 and links["40002"] == ["0"] * 100
+    held_ms = [(int(r[1]) - int(r[0])) / 1e6 for r in rows if r[7] == "40102"]
+    assert max(held_ms) < 20, max(held_ms)
+
+
+# A TCP sink in b: accepts one connection on ($1, $2), prints the bytes it read.
+TCP_SINK = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept()
+n = 0
+while data := c.recv(65536):
+    n += len(data)
+print(n)
+"""
+
+
+def tcp(net: Net, dst: str, port: int, nbytes: int) -> int:
+    """One TCP connection a -> b carrying ``nbytes``; what b read."""
+    sink = net.popen(net.b, sys.executable, "-c", TCP_SINK, dst, str(port))
+    try:
+        if read_line(sink, 10) != "ready\n":
+            pytest.fail(f"the TCP sink did not start: {sink.communicate()[1]}")
+        net.run(net.a, sys.executable, "-c", "import socket, sys; c = socket.create_connection("
+                "(sys.argv[1], int(sys.argv[2])), timeout=30); c.sendall(bytes(int(sys.argv[3])))"
+                "; c.close()", dst, str(port), str(nbytes), timeout=60)
+        out, err = sink.communicate(timeout=60)
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.communicate()
+    assert sink.returncode == 0, err
+    return int(out)
+
+
+@pytest.mark.parametrize(("dst", "src"), [(B_IP, A_IP), (B_IP6, A_IP6)])
+def test_pinned_tcp_over_ipv4_and_ipv6(router: Router, dst: str, src: str) -> None:
+    """A TCP connection pinned by its destination port: every packet of the data direction
+    (the handshake's SYN and final ACK included) takes link 1, none is split."""
+    line = router.start("--link", LINK, "--link", LINK, "--reorder-timeout", "200", "--pin",
+                        "5301=1", log=True)
+    assert tcp(router.net, dst, 5301, 300_000) == 300_000
+    s = line.stop()
+    assert s["received"] == s["delivered"] > 200_000 // 1500
+    assert [(x["packets"], x["pinned"]) for x in s["links"]] == [(0, 0), (s["received"],) * 2]
+    assert line.log_path is not None
+    rows = [r.split(",") for r in line.log_path.read_text().splitlines()[1:]]
+    assert {(r[3], r[5], r[6], r[8], r[9]) for r in rows} == {("1", "6", src, dst, "5301")}
+
+
 # IP size -> rate: an opportunity carries 1500 bytes of whole packets (two of 750 bytes, but
 # only one of 1000: the second waits for the next opportunity)
 @pytest.mark.parametrize(("ip_size", "rate"), [(1500, 12e6), (750, 12e6), (1000, 8e6)])
@@ -479,6 +600,13 @@ BAD_INPUT = [
     (["--delay", "x"], "--delay: not a number: 'x'"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["--link", "rate=1e6,buffer=10000"], "--link: give it exactly twice"),
+    (["--pin", "443=0"], "--pin: only with two --link"),
+    ([*["--link", "rate=1e6,buffer=10000"] * 2, "--pin", "443"], "--pin: not PORT=LINK: '443'"),
+    ([*["--link", "rate=1e6,buffer=10000"] * 2, "--pin", "0=1"],
+     "--pin: PORT: out of range [1, 65535]: '0'"),
+    ([*["--link", "rate=1e6,buffer=10000"] * 2, "--pin", "443=2"], "--pin: LINK is 0 or 1"),
+    ([*["--link", "rate=1e6,buffer=10000"] * 2, "--pin", "443=0", "--pin", "443=1"],
+     "--pin: port 443 given twice"),
     (["--trace", "/nonexistent/qirdl.trace", "--trace-buffer", "1000"],
      "/nonexistent/qirdl.trace: No such file"),
     (["--trace", "{bad}", "--trace-buffer", "1000"], "bad.trace:3: not a number of ms: 'x1'"),

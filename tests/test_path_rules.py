@@ -24,6 +24,7 @@ from interop_runner.testbed.path.rules import (
     PathSetup,
     Placement,
     Step,
+    check_pins,
     data_line_args,
     loss_in_delay_line,
     netem_setup,
@@ -260,6 +261,46 @@ def test_nfqueue_two_links() -> None:
                          "--link", "rate=30000000,delay=20,jitter=0.1,loss=0,buffer=15140",
                          "--batch", "50", "--ratio", "2:1", "--reorder-timeout", "200")
     assert reverse.args == (PROGRAM, "--queue", "1", "--delay", "10")
+
+
+TWO_LINKS = {"links": [{"rate": "20mbit", "delay": 10}, {"rate": "20mbit", "delay": 30}]}
+
+
+@pytest.mark.parametrize("pins", [{5201: 1, 443: 0}, ((5201, 1), (443, 0))])
+def test_nfqueue_pins_go_to_the_data_line(pins: dict[int, int] | tuple[tuple[int, int], ...]
+                                          ) -> None:
+    path = resolved(**TWO_LINKS)
+    data, reverse = path_setup(path, "nfqueue", ROUTER, PROGRAM, pins=pins).delay_lines
+    assert data.args[-4:] == ("--pin", "443=0", "--pin", "5201=1")  # sorted by port
+    assert data.args[:-4] == (PROGRAM, *data_line_args(path))
+    assert "--pin" not in reverse.args
+    assert nfqueue_setup(path, ROUTER, PROGRAM, pins) == path_setup(path, "nfqueue", ROUTER,
+                                                                    PROGRAM, pins)
+    assert check_pins(path, pins) == ((443, 0), (5201, 1))
+    assert "--pin" not in nfqueue_setup(path, ROUTER, PROGRAM).delay_lines[0].args
+
+
+@pytest.mark.parametrize(("kwargs", "pins", "message"), [
+    ({"rate": "20mbit", "rtt": "50ms"}, {4433: 1}, "pinned port 4433: .* two links"),
+    ({"rate": "20mbit", "rtt": "50ms", "jitter": 0.1}, {4433: 0}, "pinned port 4433: .* two "
+     "links"),
+    (TWO_LINKS, {0: 1}, "pinned port 0: not a port"),
+    (TWO_LINKS, {70000: 1}, "pinned port 70000: not a port"),
+    (TWO_LINKS, {443: 2}, "pinned port 443: link 2 is not 0 or 1"),
+    (TWO_LINKS, ((443, 0), (443, 1)), "pinned port 443: pinned twice"),
+])
+def test_pins_refused(kwargs: dict[str, object], pins: dict[int, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        path_setup(resolved(**kwargs), "nfqueue", ROUTER, PROGRAM, pins=pins)
+
+
+def test_netem_refuses_pins() -> None:
+    """netem has no two links: pins are refused on its paths (and with two links, the
+    path itself needs the nfqueue backend)."""
+    with pytest.raises(ValueError, match="pinned port 4433: .* two links"):
+        path_setup(resolved(rate="20mbit", rtt="50ms"), "netem", ROUTER, PROGRAM, {4433: 1})
+    with pytest.raises(ValueError, match="need the nfqueue backend"):
+        path_setup(resolved(**TWO_LINKS), "netem", ROUTER, PROGRAM, {4433: 1})
 
 
 def test_nfqueue_trace() -> None:

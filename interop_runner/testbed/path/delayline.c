@@ -15,8 +15,16 @@
  *   qir-delayline --queue N [--stats FILE] [--log FILE] [--seed N]
  *     single link: [--delay MS] [--jitter CV] [--loss P]
  *     two links:   --link rate=BITS_PER_S,delay=MS,jitter=CV,loss=P,buffer=BYTES (twice)
- *                  [--batch N] [--ratio A:B] [--reorder-timeout MS]
+ *                  [--batch N] [--ratio A:B] [--reorder-timeout MS] [--pin PORT=LINK]...
  *     trace:       --trace FILE --trace-buffer BYTES [--delay MS] [--jitter CV] [--loss P]
+ * Two links: the packets are split in batches (N packets, A batches on link 0, then B on link
+ * 1); with --reorder-timeout they are put back in sequence at the far end (PDCP-like), a gap
+ * given up after MS. --pin PORT=LINK (repeatable; LINK 0 or 1): a TCP or UDP packet (IPv4 or
+ * IPv6) whose source port, or else destination port, is PORT always takes LINK (one flow per
+ * link, next to the split one). Pinned packets are not part of the split: the batches and the
+ * sequence of the reordering count only the others, and a pinned packet goes as soon as it
+ * reaches the far end (a link is FIFO; only its jitter reorders it). IPv6 extension headers
+ * are not followed and IPv4 fragments after the first carry no ports: such packets are split.
  * Bad input: one line on stderr, exit 2, before anything is bound. A failure at run time (the
  * queue is bound by another process, the socket fails): one line, exit 1. SIGTERM/SIGINT:
  * every held packet is accepted at once, the stats are written, exit 0. SIGUSR1: stats now.
@@ -80,8 +88,8 @@ struct link {
 	double loss;
 	uint64_t buffer;        /* bytes */
 	uint64_t busy_until;    /* ns: the serialization of the last packet ends */
-	/* counters */
-	uint64_t packets, bytes, dropped_loss, dropped_buffer;
+	/* counters (packets includes the pinned ones) */
+	uint64_t packets, bytes, dropped_loss, dropped_buffer, pinned;
 };
 
 struct config {
@@ -95,6 +103,8 @@ struct config {
 	uint64_t batch;
 	unsigned ratio[2];
 	double reorder_timeout_ms;
+	int n_pins;
+	uint8_t pin[65536];     /* --pin: 1 + the link of a pinned port; 0: not pinned */
 	const char *trace_path;
 	uint64_t trace_buffer;
 	uint64_t *trace;        /* ns offsets of the delivery opportunities in one period */
@@ -112,7 +122,10 @@ static struct {
 	uint64_t bytes_received, bytes_delivered;
 	uint64_t nfq_enobufs, verdict_errors, bad_messages;
 	uint64_t late_sum_ns, late_max_ns; /* verdict time - the model's release time */
-	uint64_t max_seq_delivered;        /* +1; 0 = nothing delivered yet */
+	/* per stream (the split packets, those pinned to link 0, to link 1): the highest seq
+	 * delivered + 1; 0 = nothing delivered yet */
+	uint64_t max_seq_delivered[3];
+	uint64_t split;                    /* split packets received (two links) */
 } st;
 
 /* ---------------------------------------------------------------- errors */
@@ -246,11 +259,13 @@ struct pkt {
 	uint64_t arrival;  /* monotonic ns when read from the queue */
 	uint64_t release;  /* monotonic ns when it leaves its current stage */
 	uint64_t seq;      /* arrival order, from 0 */
+	uint64_t split_seq; /* two links: the order among the split (unpinned) packets */
 	uint32_t id;       /* the kernel's packet id: the verdict names it */
 	uint32_t size;     /* IP length (NFQA_CAP_LEN when the copy was cut) */
 	uint8_t link;
+	uint8_t pinned;    /* --pin: on its link by its port, outside the split */
 	uint8_t used;
-	struct flow flow;  /* filled only with --log */
+	struct flow flow;  /* filled only with --log or --pin */
 };
 
 /* Packets live in one growing pool and are named by index everywhere (heap, FIFOs, reorder
@@ -457,6 +472,7 @@ static void deliver(uint32_t idx, uint64_t sched, uint64_t now)
 {
 	struct pkt *p = &pool[idx];
 	uint64_t late = now > sched ? now - sched : 0;
+	uint64_t *top;
 
 	verdict_add(p->id, NF_ACCEPT);
 	st.delivered++;
@@ -466,11 +482,12 @@ static void deliver(uint32_t idx, uint64_t sched, uint64_t now)
 	st.late_sum_ns += late;
 	if (late > st.late_max_ns)
 		st.late_max_ns = late;
-	/* out of arrival order: a packet that arrived later was delivered before this one */
-	if (p->seq + 1 < st.max_seq_delivered)
+	/* out of arrival order: a packet of its stream that arrived later was delivered first */
+	top = &st.max_seq_delivered[p->pinned ? 1 + p->link : 0];
+	if (p->seq + 1 < *top)
 		st.reordered++;
 	else
-		st.max_seq_delivered = p->seq + 1;
+		*top = p->seq + 1;
 	if (log_fp)
 		log_packet(p, FATE_DELIVERED, now);
 	pkt_free(idx);
@@ -498,11 +515,13 @@ static void drop(uint32_t idx, enum fate fate, uint64_t now)
 
 /* ---------------------------------------------------------------- reordering (two links) */
 
-/* PDCP-like delivery in arrival sequence. The window holds the state of every sequence number
- * from `next` (the lowest not yet delivered or dropped) to the newest arrival: pending (in
- * flight on a link), done (dropped at arrival: it must not stall the others) or ready (at the
- * far end, waiting for lower numbers; its index is kept). Each ready packet also waits in a
- * FIFO of deadlines (far-end time + T): with one T for all, the deadlines come in order. */
+/* PDCP-like delivery in arrival sequence, of the split packets only (numbered by split_seq; a
+ * pinned packet is not in the window and goes when it reaches the far end). The window holds
+ * the state of every sequence number from `next` (the lowest not yet delivered or dropped) to
+ * the newest arrival: pending (in flight on a link), done (dropped at arrival: it must not
+ * stall the others) or ready (at the far end, waiting for lower numbers; its index is kept).
+ * Each ready packet also waits in a FIFO of deadlines (far-end time + T): with one T for all,
+ * the deadlines come in order. */
 static struct {
 	uint8_t *state;
 	uint32_t *idx;
@@ -512,6 +531,9 @@ static struct {
 } ro;
 
 static int reordering(void) { return cfg.mode == MODE_LINKS && ro.timeout_ns > 0; }
+
+/* whether a packet goes through the reorder window */
+static int in_window(const struct pkt *p) { return reordering() && !p->pinned; }
 
 /* make room for sequence number seq (the newest arrival) */
 static void ro_reserve(uint64_t seq)
@@ -540,7 +562,7 @@ static void ro_reserve(uint64_t seq)
 /* deliver or skip everything from `next` on that is no longer waited for */
 static void ro_advance(uint64_t sched, uint64_t now)
 {
-	while (ro.next < st.received) {
+	while (ro.next < st.split) {
 		uint64_t s = ro.next & (ro.cap - 1);
 
 		if (ro.state[s] == SLOT_PENDING)
@@ -561,7 +583,7 @@ static void ro_done(uint64_t seq, uint64_t now)
 /* a packet reached the far end at time t */
 static void ro_arrive(uint32_t idx, uint64_t t, uint64_t now)
 {
-	uint64_t seq = pool[idx].seq;
+	uint64_t seq = pool[idx].split_seq;
 
 	if (seq < ro.next) { /* its gap timed out already: it goes late, out of order */
 		deliver(idx, t, now);
@@ -705,20 +727,46 @@ static void arrive_delay(uint32_t idx, uint64_t now)
 	heap_push(idx);
 }
 
-/* packets 0..batch*A-1 of each round go to link 0, the next batch*B to link 1 */
-static uint8_t links_pick(uint64_t seq)
+/* split packets 0..batch*A-1 of each round go to link 0, the next batch*B to link 1 */
+static uint8_t links_pick(uint64_t split_seq)
 {
 	uint64_t round = cfg.batch * (cfg.ratio[0] + cfg.ratio[1]);
 
-	return seq % round < cfg.batch * cfg.ratio[0] ? 0 : 1;
+	return split_seq % round < cfg.batch * cfg.ratio[0] ? 0 : 1;
+}
+
+/* the link a packet is pinned to by its source port, or else its destination port; -1: none */
+static int pinned_link(const struct flow *f)
+{
+	if (!f->has_ports)
+		return -1;
+	if (cfg.pin[f->sport])
+		return cfg.pin[f->sport] - 1;
+	return cfg.pin[f->dport] ? cfg.pin[f->dport] - 1 : -1;
+}
+
+/* a pinned packet takes its port's link; the others are split in a sequence of their own */
+static void links_assign(struct pkt *p)
+{
+	int pin = pinned_link(&p->flow);
+
+	if (pin >= 0) {
+		p->link = (uint8_t)pin;
+		p->pinned = 1;
+		cfg.links[pin].pinned++;
+		return;
+	}
+	p->split_seq = st.split++;
+	p->link = links_pick(p->split_seq);
 }
 
 static void links_drop(uint32_t idx, enum fate fate, uint64_t now)
 {
-	uint64_t seq = pool[idx].seq;
+	uint64_t seq = pool[idx].split_seq;
+	int window = in_window(&pool[idx]);
 
 	drop(idx, fate, now);
-	if (reordering())
+	if (window)
 		ro_done(seq, now);
 }
 
@@ -729,8 +777,8 @@ static void arrive_links(uint32_t idx, uint64_t now)
 	double backlog;
 	uint64_t start;
 
-	if (reordering())
-		ro_reserve(p->seq);
+	if (in_window(p))
+		ro_reserve(p->split_seq);
 	if (chance(l->loss)) {
 		links_drop(idx, FATE_LOSS, now);
 		return;
@@ -803,10 +851,10 @@ static void packet_arrived(uint32_t id, uint32_t size, const uint8_t *data, size
 
 	*p = (struct pkt){ .arrival = now, .seq = st.received, .id = id, .size = size,
 			   .used = 1 };
-	if (cfg.mode == MODE_LINKS)
-		p->link = links_pick(p->seq);
-	if (log_fp)
+	if (log_fp || cfg.n_pins)
 		parse_flow(&p->flow, data, len);
+	if (cfg.mode == MODE_LINKS)
+		links_assign(p);
 	st.received++;
 	st.bytes_received += size;
 	st.held++;
@@ -1008,8 +1056,9 @@ static void stats_links(FILE *f)
 		const struct link *l = &cfg.links[i];
 
 		fprintf(f, "%s{\"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"dropped_loss\": %"
-			PRIu64 ", \"dropped_buffer\": %" PRIu64 "}", i ? ", " : "", l->packets,
-			l->bytes, l->dropped_loss, l->dropped_buffer);
+			PRIu64 ", \"dropped_buffer\": %" PRIu64 ", \"pinned\": %" PRIu64 "}",
+			i ? ", " : "", l->packets, l->bytes, l->dropped_loss, l->dropped_buffer,
+			l->pinned);
 	}
 	fputs("]", f);
 }
@@ -1136,7 +1185,7 @@ static void run_due(uint64_t now)
 		} else {
 			uint32_t idx = heap_pop();
 
-			if (reordering())
+			if (in_window(&pool[idx]))
 				ro_arrive(idx, t, now);
 			else
 				deliver(idx, t, now);
@@ -1264,6 +1313,26 @@ static void parse_ratio(const char *s)
 	cfg.ratio[1] = b;
 }
 
+/* PORT=LINK: PORT 1..65535, LINK 0 or 1; a port is pinned once */
+static void parse_pin(const char *spec)
+{
+	char copy[32], *link = NULL;
+	uint64_t port;
+
+	if (strlen(spec) < sizeof(copy))
+		link = strchr(strcpy(copy, spec), '=');
+	if (link == NULL)
+		die_usage("--pin: not PORT=LINK: '%s'", spec);
+	*link++ = '\0';
+	port = parse_uint("--pin: PORT", copy, 1, 65535);
+	if (strcmp(link, "0") != 0 && strcmp(link, "1") != 0)
+		die_usage("--pin: LINK is 0 or 1: '%s'", spec);
+	if (cfg.pin[port])
+		die_usage("--pin: port %" PRIu64 " given twice", port);
+	cfg.pin[port] = (uint8_t)(1 + link[0] - '0');
+	cfg.n_pins++;
+}
+
 /* One line per opportunity: a time in ms, not decreasing; the last one (> 0) is the period. */
 static void load_trace(const char *path)
 {
@@ -1305,7 +1374,7 @@ static void load_trace(const char *path)
 
 enum {
 	OPT_QUEUE = 256, OPT_STATS, OPT_LOG, OPT_SEED, OPT_DELAY, OPT_JITTER, OPT_LOSS, OPT_LINK,
-	OPT_BATCH, OPT_RATIO, OPT_REORDER, OPT_TRACE, OPT_TRACE_BUFFER
+	OPT_BATCH, OPT_RATIO, OPT_REORDER, OPT_TRACE, OPT_TRACE_BUFFER, OPT_PIN
 };
 
 static const struct option options[] = {
@@ -1322,6 +1391,7 @@ static const struct option options[] = {
 	{ "reorder-timeout", required_argument, NULL, OPT_REORDER },
 	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "trace-buffer", required_argument, NULL, OPT_TRACE_BUFFER },
+	{ "pin", required_argument, NULL, OPT_PIN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -1356,6 +1426,7 @@ static void parse_option(int c, const char *arg, int *n_link_args)
 	case OPT_TRACE_BUFFER:
 		cfg.trace_buffer = parse_uint("--trace-buffer", arg, 1, UINT64_MAX / 2);
 		break;
+	case OPT_PIN: parse_pin(arg); break;
 	}
 }
 
@@ -1372,6 +1443,8 @@ static void check_mode(int n_link_args)
 	if (n_link_args == 2 && (given & (single | GIVEN(OPT_TRACE) | GIVEN(OPT_TRACE_BUFFER))))
 		die_usage("--link: not with --delay, --jitter, --loss or --trace (each link has "
 			  "its own)");
+	if (n_link_args == 0 && (given & GIVEN(OPT_PIN)))
+		die_usage("--pin: only with two --link (it pins a flow to one of them)");
 	if (n_link_args == 0 && (given & links))
 		die_usage("--batch, --ratio, --reorder-timeout: only with --link");
 	if (!!(given & GIVEN(OPT_TRACE)) != !!(given & GIVEN(OPT_TRACE_BUFFER)))

@@ -13,6 +13,11 @@ backend does what (docs/paths.md):
   :func:`loss_in_delay_line`), and the delay line (``delayline.c``) on NFQUEUE for delay,
   jitter, two links and traces.
 
+Per-flow link pinning (paper 002's fairness experiment): ``pins`` maps a port to a link (0 or
+1) of a path with two links; the data direction's delay line sends every packet with that
+source or destination port over that link, outside the split (``--pin PORT=LINK``). Only the
+nfqueue backend has two links, so only it pins.
+
 Placements: ``router`` (a third node; the data direction leaves through its interface towards
 the client, the reverse direction through its interface towards the server) or
 ``server-egress`` (no router: the data direction on the server's interface, the reverse
@@ -21,6 +26,7 @@ direction on the same interface's ingress, redirected into an IFB where a qdisc 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,6 +37,8 @@ CHAIN = "qir-path"  # the iptables chain holding every rule of the path
 IFB = "qir-ifb0"  # the IFB of the reverse direction (server-egress placement)
 DATA_QUEUE, REVERSE_QUEUE = 0, 1  # NFQUEUE numbers of the two directions
 NETEM_LIMIT = 1_000_000  # packets netem may hold while they are delayed (not a bottleneck)
+Pins = tuple[tuple[int, int], ...]  # (port, link) of each pinned flow, by port
+PinsIn = Mapping[int, int] | Iterable[tuple[int, int]]  # what the callers may give
 
 
 @dataclass(frozen=True)
@@ -140,8 +148,11 @@ def _rule(hook: list[str], *target: str) -> Step:
     return Step(("iptables", "-w", "-A", CHAIN, *hook[1:], *target), None)
 
 
-def nfqueue_setup(path: ResolvedPath, placement: Placement, program: str) -> PathSetup:
-    """The ``nfqueue`` backend: tbf, iptables and delay lines (``program``: the binary)."""
+def nfqueue_setup(path: ResolvedPath, placement: Placement, program: str,
+                  pins: PinsIn = ()) -> PathSetup:
+    """The ``nfqueue`` backend: tbf, iptables and delay lines (``program``: the binary);
+    ``pins`` (port -> link) go to the data direction's delay line (:func:`check_pins`)."""
+    pinned = check_pins(path, pins)
     steps: list[Step] = []
     lines: list[DelayLineSpec] = []
     bottleneck = None
@@ -163,7 +174,7 @@ def nfqueue_setup(path: ResolvedPath, placement: Placement, program: str) -> Pat
         steps.append(_rule(placement.data_hook, "-j", "NFQUEUE", "--queue-num",
                            str(DATA_QUEUE)))
         lines.append(DelayLineSpec("data", DATA_QUEUE,
-                                   (program, *data_line_args(path, loss=line_loss))))
+                                   (program, *data_line_args(path, line_loss, pinned))))
     if path.reverse_delay_ms > 0:
         steps.append(_rule(placement.reverse_hook, "-j", "NFQUEUE", "--queue-num",
                            str(REVERSE_QUEUE)))
@@ -183,18 +194,33 @@ def loss_in_delay_line(path: ResolvedPath, placement: Placement) -> bool:
     return bool(path.loss) and path.links is None and placement.kind == "server-egress"
 
 
-def data_line_args(path: ResolvedPath, loss: bool = False) -> list[str]:
-    """The data direction's delay line: one link with jitter, two links, or a trace; with
-    ``loss``, it also drops the path's random loss (:func:`loss_in_delay_line`)."""
+def check_pins(path: ResolvedPath, pins: PinsIn) -> Pins:
+    """``pins`` (a mapping port -> link, or (port, link) pairs) sorted by port; ValueError
+    naming the port for a port outside 1..65535, a link other than 0 or 1, a port pinned
+    twice, or any pin on a path without two links."""
+    items = list(pins.items()) if isinstance(pins, Mapping) else list(pins)
+    seen: dict[int, int] = {}
+    for port, link in items:
+        if not 1 <= port <= 65535:
+            raise ValueError(f"pinned port {port}: not a port (1..65535)")
+        if link not in (0, 1):
+            raise ValueError(f"pinned port {port}: link {link} is not 0 or 1")
+        if port in seen:
+            raise ValueError(f"pinned port {port}: pinned twice")
+        if path.links is None:
+            raise ValueError(f"pinned port {port}: pinning a flow to a link needs a path with "
+                             "two links (`links`)")
+        seen[port] = link
+    return tuple(sorted(seen.items()))
+
+
+def data_line_args(path: ResolvedPath, loss: bool = False, pins: Pins = ()) -> list[str]:
+    """The data direction's delay line: one link with jitter, two links (with ``pins``, from
+    :func:`check_pins`), or a trace; with ``loss``, it also drops the path's random loss
+    (:func:`loss_in_delay_line`)."""
     args = ["--queue", str(DATA_QUEUE)]
     if path.links is not None:
-        assert path.split is not None
-        for link in path.links:
-            args += ["--link", _link_arg(link)]
-        args += ["--batch", str(path.split.batch), "--ratio", path.split.ratio]
-        if path.reorder_timeout_ms:
-            args += ["--reorder-timeout", _ms(path.reorder_timeout_ms)]
-        return args
+        return args + _links_args(path, pins)
     if path.trace is not None:
         assert path.buffer_bytes is not None
         args += ["--trace", "TRACE", "--trace-buffer", str(path.buffer_bytes)]
@@ -202,6 +228,20 @@ def data_line_args(path: ResolvedPath, loss: bool = False) -> list[str]:
         args += ["--delay", _ms(path.data_delay_ms), "--jitter", f"{path.jitter:g}"]
     if loss:
         args += ["--loss", f"{path.loss:.6f}"]
+    return args
+
+
+def _links_args(path: ResolvedPath, pins: Pins) -> list[str]:
+    """Two links: each link, the split, the reordering and the pinned flows."""
+    assert path.links is not None and path.split is not None
+    args: list[str] = []
+    for link in path.links:
+        args += ["--link", _link_arg(link)]
+    args += ["--batch", str(path.split.batch), "--ratio", path.split.ratio]
+    if path.reorder_timeout_ms:
+        args += ["--reorder-timeout", _ms(path.reorder_timeout_ms)]
+    for port, link_index in pins:
+        args += ["--pin", f"{port}={link_index}"]
     return args
 
 
@@ -238,8 +278,11 @@ def netem_setup(path: ResolvedPath, placement: Placement) -> PathSetup:
 
 
 def path_setup(path: ResolvedPath, backend: Backend, placement: Placement,
-               program: str) -> PathSetup:
-    """The setup of ``path`` with ``backend`` at ``placement``."""
+               program: str, pins: PinsIn = ()) -> PathSetup:
+    """The setup of ``path`` with ``backend`` at ``placement``; ``pins`` (port -> link) pin
+    flows to one of the path's two links (:func:`check_pins`; nfqueue only: netem has no two
+    links, and pins on a path without two links are refused before that)."""
     if backend == "netem":
+        check_pins(path, pins)
         return netem_setup(path, placement)
-    return nfqueue_setup(path, placement, program)
+    return nfqueue_setup(path, placement, program, pins)
