@@ -92,6 +92,7 @@ class Planned:
     client: str = "quiche"
     alpn: str | None = "h3"
     key: str = ""
+    scheduled_s: float | None = None
 
 
 # -- goodput -----------------------------------------------------------------------------------

@@ -53,6 +53,10 @@ class PlannedLike(Protocol):
     @property
     def alpn(self) -> str | None: ...
 
+    @property
+    def scheduled_s(self) -> float | None:
+        """How long its transfer lasts by its schedule (flows with durations), else None."""
+
 
 @dataclass(frozen=True)
 class Source:
@@ -136,6 +140,8 @@ def estimate_run(history: History, run: PlannedLike, file_size: int) -> RunEstim
     goodput = history.pair_goodput(run.server, run.client)
     if run.alpn is None:  # recorded as unsupported without running
         return RunEstimate(0.0, 0.0, goodput)
+    if run.scheduled_s is not None:  # flows that last their durations: known in advance
+        return RunEstimate(run.scheduled_s, history.overhead.value, Value(0.0, Source(True)))
     return RunEstimate(file_size * 8 / (goodput.value * 1e6), history.overhead.value, goodput)
 
 
@@ -145,7 +151,7 @@ def estimate_plan(history: History, runs: Sequence[PlannedLike], file_size: int,
     running in parallel."""
     each = [estimate_run(history, r, file_size) for r in runs]
     pairs = {(r.server, r.client): e.goodput.source.measured
-             for r, e in zip(runs, each) if r.alpn is not None}
+             for r, e in zip(runs, each) if r.alpn is not None and r.scheduled_s is None}
     transfer = sum(e.transfer_s for e in each)
     overhead = sum(e.overhead_s for e in each)
     workers = max(workers, 1)

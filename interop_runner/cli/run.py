@@ -39,6 +39,10 @@ def register(sub: "argparse._SubParsersAction[Any]") -> None:
     p.add_argument("--keep-files", action="store_true",
                    help="keep the generated file and certificates on the nodes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override a key of the campaign file (VALUE in YAML; repeatable), "
+                        "e.g. --set duration=120s --set repetitions=10 for the papers' "
+                        "durations; stored in campaign.json as run")
     p.add_argument("--resume", type=Path, default=None, metavar="CAMPAIGN_DIR",
                    help="continue an interrupted campaign in CAMPAIGN_DIR (same config): runs "
                         "with an ok (or unsupported) record are skipped, failed, timed-out and "
@@ -52,7 +56,7 @@ def register(sub: "argparse._SubParsersAction[Any]") -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run (or with ``--dry-run`` plan) a campaign; exit 4 when no attempt was ok, 130 on
     Ctrl-C."""
-    cfg, testbeds = load_campaign_testbeds(args.config)
+    cfg, testbeds = load_campaign_testbeds(args.config, args.overrides)
     check_ssh_files(args.config, cfg, testbeds)
     if args.resume is not None and not (args.resume / "campaign.json").is_file():
         raise UserError(f"{args.resume}: not a campaign directory (no campaign.json)")
@@ -121,8 +125,10 @@ def _print_plan_summary(cfg: "CampaignConfig", testbeds: "list[TestbedConfig]",
     order = plan_order(cfg, len(testbeds))
     seed_note = f", seed {cfg.sweep.seed if cfg.sweep.seed is not None else plan.seed}" \
         if order == "shuffled" else ""
+    what = f"{len(cfg.flows)} flow(s) per run" if cfg.flows is not None else \
+        f"{len(cfg.pair_list())} pair(s)"
     print(f"{len(plan.runs)} run(s) ({len({r.variant.id for r in plan.runs})} variant(s) x "
-          f"{len(cfg.pair_list())} pair(s) x {cfg.repetitions} repetition(s), order "
+          f"{what} x {cfg.repetitions} repetition(s), order "
           f"{order}{seed_note}), {len(todo)} to run; file {format_iec(cfg.file_size)}, "
           f"testbed {', '.join(names)}"
           f"{' (' + cfg.distribute + ')' if len(testbeds) > 1 else ''}")

@@ -757,10 +757,37 @@ def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
     return cfg, testbeds[0]
 
 
-def load_campaign_testbeds(path: Path | str) -> tuple[CampaignConfig, list[TestbedConfig]]:
-    """Read and validate a campaign file and every testbed file it names."""
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str
+                    ) -> dict[str, Any]:
+    """The campaign data with each ``KEY.PATH=VALUE`` (VALUE in YAML) set, e.g.
+    ``duration=120s`` or ``path.buffer=5bdp`` (ConfigError naming the bad one)."""
+    out = dict(data)
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts):
+            raise ConfigError([f"{source}: --set {item!r}: expected KEY=VALUE, e.g. "
+                               "duration=120s"])
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError([f"{source}: --set {key}: not a YAML value: "
+                               f"{str(exc).splitlines()[0]}"]) from None
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part)
+            node[part] = child = dict(child) if isinstance(child, dict) else {}
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def load_campaign_testbeds(path: Path | str, overrides: list[str] | None = None
+                           ) -> tuple[CampaignConfig, list[TestbedConfig]]:
+    """Read and validate a campaign file (with ``--set`` ``overrides``, see
+    :func:`apply_overrides`) and every testbed file it names."""
     path = Path(path)
-    data = _read_yaml(path)
+    data = apply_overrides(_read_yaml(path), overrides or [], str(path))
     try:
         cfg = CampaignConfig.model_validate(data)
     except ValidationError as exc:

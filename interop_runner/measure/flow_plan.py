@@ -27,6 +27,12 @@ def first_pair(vcfg: CampaignConfig) -> tuple[str, str]:
     return KERNEL_TCP.name, KERNEL_TCP.name
 
 
+def flow_pins(vcfg: CampaignConfig, port: int) -> dict[int, int]:
+    """The ports of the flows pinned to one link of a two-link path: port -> link."""
+    return {port + i: int(f.link) for i, f in enumerate(vcfg.flows or [])
+            if f.link in ("0", "1")}
+
+
 def plan_flows(vcfg: CampaignConfig, base: AttemptPlan, port: int,
                side_plan: SidePlanFor) -> list[FlowPlan]:
     """Every flow of the variant ``vcfg``, on ports ``port``, ``port + 1``, ..."""

@@ -15,9 +15,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from interop_runner.config.campaign import NodeConfig, TestbedConfig
+from interop_runner.config.flows import MAX_FLOWS
 from interop_runner.config.path import PathConfig, ResolvedPath
 from interop_runner.errors import PathError
 from interop_runner.parsers.tc import parse_qdisc_samples
@@ -32,11 +33,21 @@ from interop_runner.testbed.path.node import PathNode
 from interop_runner.testbed.path.rules import PathSetup, Placement, path_setup
 
 
-def path_key(path: PathConfig) -> str:
-    """A path's key: what the path does (not how it is calibrated), hashed."""
-    data = path.model_dump(mode="json", exclude={"calibrate", "tolerance", "backend"})
+def path_key(path: PathConfig, pins: Mapping[int, int] | None = None) -> str:
+    """A path's key: what the path does (not how it is calibrated), hashed; with the ports
+    of flows pinned to one of its two links (``pins``: port -> link), when there are any."""
+    data: dict[str, Any] = path.model_dump(mode="json",
+                                           exclude={"calibrate", "tolerance", "backend"})
+    if pins:
+        data["pins"] = sorted(pins.items())
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
     return f"path-{digest}"
+
+
+def calibrate_port(port: int, pins: Mapping[int, int] | None) -> int:
+    """The port the calibration's traffic uses: the campaign's, or with pinned flows one past
+    every flow's port (a pinned port would send the calibration over one link only)."""
+    return port + MAX_FLOWS if pins else port
 
 
 def path_journal_leftovers(nodes: list[Node]) -> dict[str, list[str]]:
@@ -105,22 +116,24 @@ class PathSession:
         return self.node.journal
 
     # -- around the runs -----------------------------------------------------------------------
-    def activate(self, path: PathConfig | None, observe: bool = True) -> PathRun | None:
+    def activate(self, path: PathConfig | None, observe: bool = True,
+                 pins: Mapping[int, int] | None = None) -> PathRun | None:
         """Make ``path`` the active one (None: no path) and return its run handle with the
         counters before the attempt and, with ``observe``, the bottleneck's observers
-        started; calibrates a path the campaign has not calibrated."""
+        started; calibrates a path the campaign has not calibrated. ``pins``: the ports of
+        flows pinned to one of a two-link path's links (port -> link)."""
         if path is None:
             if self.node.active is not None:
                 self.node.remove()
             return None
-        key = path_key(path)
+        key = path_key(path, pins)
         if self.node.active is not None and self.dead_lines():
             self.node.remove()  # a delay line died (its attempt failed): build the path anew
         if self.node.active is None or self.node.active.key != key:
             resolved = path.resolved()
-            setup = self._setup(path, resolved)
+            setup = self._setup(path, resolved, pins or {})
             self.node.apply(key, setup)
-            self._record(key, path, resolved, setup)
+            self._record(key, path, resolved, setup, calibrate_port(self.port, pins))
         self._attempts += 1
         directory = f"{self.node.node.scratch}/path-{self._attempts}"
         before = self.node.counters()
@@ -128,10 +141,14 @@ class PathSession:
         self._observing = observers
         return PathRun(key, before, directory, observers)
 
-    def _setup(self, path: PathConfig, resolved: ResolvedPath) -> PathSetup:
+    def _setup(self, path: PathConfig, resolved: ResolvedPath,
+               pins: Mapping[int, int]) -> PathSetup:
         backend = self.node.probe_backend(path.backend, resolved.data_delay_line)
         program = self.node.delay_line() if backend == "nfqueue" else "qir-delayline"
-        setup = path_setup(resolved, backend, self.placement, program)
+        try:
+            setup = path_setup(resolved, backend, self.placement, program, pins)
+        except ValueError as exc:
+            raise PathError(f"{self.node.node.name}: {exc}") from None
         if resolved.trace is not None:
             remote = self._upload_trace(resolved)
             lines = tuple(type(line)(line.direction, line.queue,
@@ -149,7 +166,7 @@ class PathSession:
         return remote
 
     def _record(self, key: str, path: PathConfig, resolved: ResolvedPath,
-                setup: PathSetup) -> None:
+                setup: PathSetup, port: int) -> None:
         """Calibrate a path seen for the first time; store it in campaign.json."""
         paths = self.doc.paths = self.doc.paths or {}
         if key in paths:
@@ -164,7 +181,7 @@ class PathSession:
         paths[key] = entry
         if path.calibrate != "off":
             calibration = Calibrator(self.server, self.client, self.server.cfg.ip,
-                                     self.port, self._trace_clock
+                                     port, self._trace_clock
                                      ).calibrate(resolved, path.tolerance)
             entry["calibration"] = calibration.as_dict()
             self.save()

@@ -35,6 +35,18 @@ class PlannedRun:
     cell: tuple[str, str] | None = None
 
     @property
+    def scheduled_s(self) -> float | None:
+        """A run of flows that all have durations: how long its flows last (their last
+        start plus duration, and the one second their common start lies ahead); else None."""
+        if self.cfg is None or not self.cfg.flows:
+            return None
+        flows, default = self.cfg.flows, self.cfg.duration
+        ends = [f.start + d for f in flows
+                if (d := f.duration if f.duration is not None else
+                    (default if f.size is None else None)) is not None]
+        return 1.0 + max(ends) if len(ends) == len(flows) else None
+
+    @property
     def key(self) -> str:
         """Identifies the run within its campaign (pair, variant, repetition)."""
         return f"{self.server}_{self.client}/{self.variant.id}/{self.repetition}"
