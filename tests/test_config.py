@@ -228,7 +228,9 @@ def test_cli_validate_exit_codes(campaign_file, capsys):
 
 
 SHIPPED = ["ab.yml", "buffers.yml", "crypto.yml", "hardware.yml", "interop.yml", "local.yml",
-           "offload.yml", "pinning.yml", "profile.yml"]
+           "offload.yml", "pinning.yml", "profile.yml", "flows-tcp-sanity.yml",
+           "flows-bbr-cubic.yml", "flows-quic-tcp.yml", "flows-share-matrix.yml",
+           "flows-quic-vs-tcp-grid.yml", "flows-dc-throughput.yml", "flows-dc-fairness.yml"]
 SHIPPED_TESTBEDS = ["example-baremetal.yml", "example-router.yml", "local-b.yml",
                     "local.yml"]
 
@@ -241,7 +243,7 @@ def test_shipped_configs_validate():
     assert set(SHIPPED) <= {p.name for p in paths}, paths
     for path in paths:
         cfg, testbed = load_campaign(path)
-        assert cfg.name and cfg.pair_list() and testbed.nodes, path
+        assert cfg.name and (cfg.pair_list() or cfg.flows) and testbed.nodes, path
     testbeds = sorted((root / "testbeds").glob("*.yml"))
     assert set(SHIPPED_TESTBEDS) <= {p.name for p in testbeds}, testbeds
     for path in testbeds:

@@ -19,6 +19,7 @@ from interop_runner.testbed.path.calibrate import (
     TCP_WIRE_OVERHEAD,
     UDP_PAYLOAD,
     UDP_WIRE_OVERHEAD,
+    Calibrator,
     Check,
     Measured,
     evaluate,
@@ -218,3 +219,32 @@ def test_failed_calibration_line_names_the_parameter() -> None:
     (failed,) = [c for c in checks if not c.ok]
     assert failed.line() == ("rate: configured 20 Mbit/s, measured 17.1 Mbit/s (allowed ±0.6 "
                              "Mbit/s); at the wire; one TCP flow (cubic, MSS 1448)")
+
+
+class _Rates(Calibrator):
+    """A Calibrator whose rate measurements are the given wire rates, in turn (the logic of
+    retrying is under test, not iperf3)."""
+
+    def __init__(self, rates: list[float]) -> None:  # no nodes: only _best_rate is called
+        self.rates, self.calls = list(rates), 0
+
+    def _rate(self, path: ResolvedPath, measured: Measured) -> None:
+        self.calls += 1
+        measured.rate_wire_bps = self.rates.pop(0)
+        measured.goodput_bps = measured.rate_wire_bps * 0.95
+        measured.rate_method = "one TCP flow (bbr, MSS 1448)"
+
+
+@pytest.mark.parametrize("rates, calls, best, method", [
+    ([19.9e6], 1, 19.9e6, "one TCP flow (bbr, MSS 1448)"),
+    ([19.0e6, 19.95e6], 2, 19.95e6, "one TCP flow (bbr, MSS 1448), the highest of 2 tries"),
+    ([19.0e6, 18.0e6, 19.2e6], 3, 19.2e6, "the highest of 3 tries"),  # stops at 3: fails
+    ([19.0e6, 18.0e6, 17.0e6], 3, 19.0e6, "the highest of 3 tries"),
+])
+def test_a_short_rate_is_measured_again_and_the_highest_kept(
+        rates: list[float], calls: int, best: float, method: str) -> None:
+    calibrator, measured = _Rates(rates), Measured()
+    calibrator._best_rate(resolved(rate="20mbit", rtt="50ms"), measured, PathTolerance())
+    assert calibrator.calls == calls
+    assert measured.rate_wire_bps == best and measured.goodput_bps == best * 0.95
+    assert measured.rate_method is not None and measured.rate_method.endswith(method)

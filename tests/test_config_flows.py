@@ -1,0 +1,169 @@
+"""A campaign's ``flows:`` list (config/flows.py and its checks in config/campaign.py): what a
+flow is, its defaults and labels, every refused input as one line naming the key, ``--set``
+overrides, sweeping sets of flows, and the plan of a campaign of flows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from interop_runner.config.campaign import apply_overrides, load_campaign_testbeds
+from interop_runner.config.flows import FlowConfig, FlowSet, parse_seconds
+from interop_runner.config.params import StandardParams
+from interop_runner.config.sweep import slug
+from interop_runner.errors import ConfigError
+from interop_runner.measure.plan import plan_runs
+
+from .conftest import TESTBED_FILE, write
+
+TWO_LINKS = """path:
+  links:
+    - {rate: 10mbit, delay: 20ms}
+    - {rate: 10mbit, delay: 20ms}
+"""
+
+
+def load(tmp_path: Path, body: str, overrides: list[str] | None = None):
+    cfg, _ = load_campaign_testbeds(write(tmp_path / "c.yml", f"testbed: {TESTBED_FILE}\n"
+                                          f"name: f\n{body}"), overrides)
+    return cfg
+
+
+def errors(tmp_path: Path, body: str, overrides: list[str] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, body, overrides)
+    return info.value.lines
+
+
+def flow(**kwargs: object) -> FlowConfig:
+    return FlowConfig.model_validate(kwargs)
+
+
+def refused(**kwargs: object) -> str:
+    with pytest.raises(ValidationError) as info:
+        FlowConfig.model_validate(kwargs)
+    (error,) = info.value.errors()
+    return str(error["msg"])
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("60s", 60.0), ("2min", 120.0), ("500ms", 0.5), (90, 90.0), (1.5, 1.5), ("3 s", 3.0)])
+def test_parse_seconds(text: object, seconds: float) -> None:
+    assert parse_seconds(text) == seconds
+
+
+def test_a_pair_flow_and_a_tcp_flow() -> None:
+    params = StandardParams(congestion_control="cubic")
+    quic = flow(server="quiche", client="quiche", start="5s", duration="1min")
+    tcp = flow(tcp="bbr", link=1)
+    assert (quic.kind, quic.start, quic.duration, quic.cc(params)) == ("quic", 5.0, 60.0, "cubic")
+    assert (tcp.kind, tcp.link, tcp.cc(params)) == ("tcp", "1", "bbr")
+    assert quic.std_params(params).congestion_control == "cubic"
+    reno = flow(server="quic-go", client="quic-go", congestion_control="reno",
+                params={"socket_rcvbuf": "8MiB"})
+    assert reno.std_params(params).congestion_control == "reno"
+    assert reno.std_params(params).socket_rcvbuf == 8 * 2**20
+
+
+def test_labels_are_unique_and_name_the_set() -> None:
+    params = StandardParams()
+    flows = FlowSet(flows=(flow(tcp="cubic"), flow(tcp="cubic"),
+                           flow(server="quic-go", client="quiche", congestion_control="reno",
+                                link="0"), flow(tcp="bbr", label="ref")))
+    assert flows.labels(params) == ["tcp/cubic", "tcp/cubic#2", "quic-go-quiche/reno@0", "ref"]
+    assert flows.set_label(params) == "tcp-cubic+tcp-cubic#2+quic-go-quiche-reno-link0+ref"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "a flow is either"),
+    ({"server": "quiche", "client": "quiche", "tcp": "cubic"}, "a flow is either"),
+    ({"server": "quiche"}, "needs both `server` and `client`"),
+    ({"tcp": "cubic", "congestion_control": "bbr"}, "its `tcp:` value"),
+    ({"tcp": "vegas"}, "Input should be"),
+    ({"tcp": "cubic", "size": "1MB", "duration": "5s"}, "a size or a duration, not both"),
+    ({"server": "quiche", "client": "quiche", "size": "1MB"}, "set `file_size`"),
+    ({"tcp": "cubic", "start": "-1s"}, "cannot parse"),
+    ({"tcp": "cubic", "duration": 0}, "must be positive"),
+    ({"tcp": "cubic", "link": 2}, "Input should be"),
+    ({"server": "quiche", "client": "quiche", "params": {"congestion_control": "bbr"}},
+     "the flow's congestion_control"),
+    ({"server": "quiche", "client": "quiche", "params": {"window": 1}},
+     "unknown standard parameter 'window'"),
+])
+def test_refused_flows(kwargs: dict[str, object], message: str) -> None:
+    assert message in refused(**kwargs)
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("flows: [{server: quic-go, client: nosuch}]\n",
+     "flows[0].client: unknown implementation 'nosuch'"),
+    ("flows: [{tcp: cubic, link: 0}]\nduration: 5s\n",
+     "flows[0].link: link 0 needs a path with two links (path.links)"),
+    ("flows: [{tcp: cubic}]\n", "flows[0]: a tcp flow needs a size or a duration"),
+    ("flows: []\nduration: 1s\n", "`flows` is empty"),
+    ("flows: [{tcp: cubic}]\nduration: 1s\npairs: [{server: quic-go, client: quic-go}]\n",
+     "`flows` replaces `pairs`"),
+    ("duration: 1s\nflows: [" + ", ".join(["{tcp: cubic}"] * 33) + "]\n",
+     "33 flows: at most 32 per attempt"),
+    ("port: 65530\nduration: 1s\nflows: [" + ", ".join(["{tcp: cubic}"] * 8) + "]\n",
+     "8 flows need ports 65530..65537: past 65535"),
+])
+def test_bad_campaigns_name_the_key(tmp_path: Path, body: str, expected: str) -> None:
+    lines = errors(tmp_path, body)
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert lines[0].startswith(str(tmp_path / "c.yml")), lines
+
+
+def test_a_role_the_implementation_cannot_play(tmp_path: Path) -> None:
+    lines = errors(tmp_path, "flows: [{server: quic-go, client: quic-go}, "
+                             "{server: tcp-tls, client: nosuch}]\n")
+    assert any("flows[1].client" in line for line in lines), lines
+
+
+def test_pinned_flows_on_a_two_link_path(tmp_path: Path) -> None:
+    cfg = load(tmp_path, TWO_LINKS + "duration: 5s\nflows: [{tcp: cubic, link: both}, "
+                                     "{tcp: cubic, link: 0}, {tcp: reno, link: 1}]\n")
+    assert [f.link for f in cfg.flows or []] == ["both", "0", "1"]
+
+
+def test_overrides(tmp_path: Path) -> None:
+    cfg = load(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n",
+               ["duration=2min", "repetitions=7", "path.rate=20mbit", "path.rtt=50ms"])
+    assert (cfg.duration, cfg.repetitions) == (120.0, 7)
+    assert cfg.path is not None and cfg.path.rate == 20_000_000
+    assert apply_overrides({"a": {"b": 1}}, ["a.c=[1, 2]"], "x") == {"a": {"b": 1, "c": [1, 2]}}
+    (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration"])
+    assert "--set 'duration': expected KEY=VALUE" in line
+    (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration=0"])
+    assert "duration" in line and "must be positive" in line
+
+
+def test_sets_of_flows_are_swept_and_planned(tmp_path: Path) -> None:
+    cfg = load(tmp_path, """duration: 10s
+repetitions: 2
+flows: [{tcp: cubic}]
+sweep:
+  axes:
+    - name: set
+      path: flows
+      values:
+        - [{tcp: cubic}, {tcp: bbr, start: 5s, duration: 20s}]
+        - [{server: quic-go, client: quic-go, congestion_control: reno}]
+""")
+    runs = plan_runs(cfg, seed=1)
+    assert len(runs) == 4 and {r.server for r in runs} == {"flows"}
+    assert {r.client for r in runs} == {"tcp-cubic+tcp-bbr", "quic-go-reno"}
+    assert {r.alpn for r in runs} == {"tcp", "h3"}
+    by_set = {r.client: r for r in runs}
+    assert by_set["tcp-cubic+tcp-bbr"].scheduled_s == 1.0 + 25.0  # the bbr flow ends last
+    assert by_set["quic-go-reno"].scheduled_s == 11.0
+    assert by_set["quic-go-reno"].variant.id == "set=quic-go-quic-go-reno"
+    assert slug([{"tcp": "cubic"}, {"tcp": "bbr"}]) == "cubic+bbr"
+
+
+def test_a_pair_flow_without_duration_is_not_scheduled(tmp_path: Path) -> None:
+    cfg = load(tmp_path, "file_size: 10MB\nflows: [{server: quic-go, client: quic-go}]\n")
+    (run, *_) = plan_runs(cfg, seed=1)
+    assert run.scheduled_s is None
