@@ -41,3 +41,21 @@ def test_failed_attempts_have_no_label():
     assert pd.isna(frame.loc[0, "bottleneck"])
     assert frame.loc[1, "bottleneck"] == "undetermined"
     assert "no rule fired" in frame.loc[1, "bottleneck_reason"]
+
+
+PATH = {**BASE, "goodput_mbps": 18.0, "path_rate_mbps": 20.0, "duration_s": 10.0,
+        "delayline_cpu_s": 1.0}
+
+
+@pytest.mark.parametrize("change, label, reason", [
+    ({}, "path_rate", "goodput 18.0 Mbit/s >= 85% of the path's 20 Mbit/s bottleneck"),
+    ({"goodput_mbps": 12.0}, "undetermined", "below the path's rate with no host limit seen"),
+    # a loaded host: CPU, not the path, held the flows back, and it is named
+    ({"goodput_mbps": 12.0, "client_max_core_busy_pct": 97.0}, "client_cpu", "a core was 97 %"),
+    ({"goodput_mbps": 12.0, "delayline_cpu_s": 9.5}, "delay_line_cpu", "used 95 % of a core"),
+    # the path's rate reached: the path was the bottleneck, whatever else was busy
+    ({"server_cpu_pct": 99.0, "delayline_cpu_s": 9.5}, "path_rate", "path's 20 Mbit/s"),
+])
+def test_rules_over_a_path(change, label, reason):
+    got, why = diagnose({**PATH, **change})
+    assert got == label and reason in why, why

@@ -2,8 +2,13 @@
 
 Rules, applied in this order (the first that fires wins; see docs/diagnosis.md):
 
-1. ``link_rate`` — goodput reached at least ``LINK_SHARE`` of the narrowest rate on the path:
+1. ``path_rate`` — over an emulated path (docs/paths.md): goodput (of all flows together, in
+   an attempt of several) reached at least ``LINK_SHARE`` of the path's bottleneck rate.
+   ``link_rate`` — goodput reached at least ``LINK_SHARE`` of the narrowest rate on the path:
    the NIC speed of either node or a tbf/htb rate limit on a data interface.
+   ``delay_line_cpu`` — over a path whose delay line (a user-space process on the router)
+   used at least ``CPU_BUSY_PCT`` % of a core during the transfer: the path itself was
+   CPU-bound, and its numbers are not the configured path's.
 2. ``receive_buffer_drops`` — a receiving UDP socket dropped datagrams because its buffer was
    full (``UdpRcvbufErrors``) on either node, at least ``DROP_MIN`` datagrams and at least
    ``DROP_SHARE`` of the datagrams that node received.
@@ -24,7 +29,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-LABELS = ("link_rate", "receive_buffer_drops", "server_cpu", "client_cpu", "undetermined")
+LABELS = ("path_rate", "link_rate", "delay_line_cpu", "receive_buffer_drops", "server_cpu",
+          "client_cpu", "undetermined")
 LINK_SHARE = 0.85  # goodput counts file bytes only; headers and ACKs use the rest
 DROP_MIN = 10
 DROP_SHARE = 0.001
@@ -50,8 +56,9 @@ def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
         return None, None
     goodput = _num(row, "goodput_mbps")
     link = _num(row, "link_rate_mbps")
-    if goodput is not None and link is not None and goodput >= LINK_SHARE * link:
-        return "link_rate", f"goodput {goodput:.0f} Mbit/s >= {LINK_SHARE:.0%} of {link:.0f} Mbit/s"
+    rated = _rate_rules(goodput, link, row)
+    if rated is not None:
+        return rated
     for role in ("client", "server"):
         drops = _num(row, f"{role}_udp_rcvbuf_errors")
         received = _num(row, f"{role}_udp_in_datagrams")
@@ -78,10 +85,30 @@ def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
         if cores is not None and cores >= CORES_BUSY_PCT:
             return f"{side}_cpu", (f"all cores {cores:.0f} % busy; {side} is the busier "
                                    f"process ({pct:.0f} % of a core)")
+    if _num(row, "path_rate_mbps") is not None:
+        return "undetermined", ("below the path's rate with no host limit seen: the flows' "
+                                "congestion control, loss or windows")
     return "undetermined", "no rule fired (or the data was not collected)"
 
 
+def _rate_rules(goodput: float | None, link: float | None, row: Mapping[Any, Any]
+                ) -> tuple[str, str] | None:
+    """The path's or the link's rate reached, or a delay line that ran out of CPU."""
+    path = _num(row, "path_rate_mbps")
+    if goodput is not None and path is not None and goodput >= LINK_SHARE * path:
+        return "path_rate", (f"goodput {goodput:.1f} Mbit/s >= {LINK_SHARE:.0%} of the path's "
+                             f"{path:.4g} Mbit/s bottleneck")
+    if goodput is not None and link is not None and goodput >= LINK_SHARE * link:
+        return "link_rate", f"goodput {goodput:.0f} Mbit/s >= {LINK_SHARE:.0%} of {link:.0f} Mbit/s"
+    cpu_s, seconds = _num(row, "delayline_cpu_s"), _num(row, "duration_s")
+    if cpu_s is not None and seconds and 100.0 * cpu_s / seconds >= CPU_BUSY_PCT:
+        return "delay_line_cpu", (f"the path's delay lines used {100.0 * cpu_s / seconds:.0f} % "
+                                  "of a core: the path, not the flows, was the limit")
+    return None
+
+
 _INPUTS = {"status", "goodput_mbps", "link_rate_mbps", "server_cpu_pct", "client_cpu_pct",
+           "path_rate_mbps", "delayline_cpu_s", "duration_s",
             *(f"{role}_{name}" for role in ("server", "client")
               for name in ("udp_rcvbuf_errors", "udp_in_datagrams", "max_core_busy_pct",
                            "cores_busy_pct"))}

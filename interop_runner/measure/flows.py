@@ -203,6 +203,9 @@ class FlowsAttempt:
             ok = self._start_pair(run) if run.plan.pair is not None else self._start_iperf(run)
             run.started = ok
             if not ok:
+                for other in self._running:
+                    if other is not run:
+                        other.record.reason = f"not run: flow {run.plan.label} did not start"
                 return False
         return True
 
@@ -227,6 +230,13 @@ class FlowsAttempt:
 
     def _start_iperf(self, run: _Running) -> bool:
         logs, port = f"{self.logs['server']}/{run.plan.directory}", run.plan.port
+        # a leftover listener would make the readiness check lie and serve the client
+        busy = self.server.run(["ss", "-H", "-ltn", f"sport = :{port}"]).stdout.strip()
+        if busy:
+            run.record.status = "failed"
+            run.record.reason = f"port {port} is already in use on {self.server.name}: " \
+                                f"{busy[:200]}"
+            return False
         self.server.run(["mkdir", "-p", logs])
         run.server = self.server.executor.start(
             ["iperf3", "-s", "-1", "-p", str(port)], stdout=f"{logs}/iperf3-server.log",

@@ -1,0 +1,123 @@
+"""Attempts of several flows on the real namespace testbed (measure/flows.py,
+measure/flow_plan.py): implementation pairs and kernel TCP reference flows side by side through
+the router's bottleneck, each on its own port, stopped at their durations and verified as far
+as they got; a flow that cannot run or fails fails the attempt with its reason; nothing is
+left running."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from interop_runner.storage.layout import iter_run_files
+from interop_runner.storage.run_record import load_run, read_run
+
+from .conftest import TESTBED_FILE, campaign_dirs, write
+from .test_campaign import assert_nodes_clean, run_cli
+
+PATH = "{rate: 20mbit, rtt: 10ms, buffer: 1bdp, calibrate: off, record_packets: true}"
+
+
+def flows_config(tmp_path: Path, name: str, flows: str, extra: str = "") -> Path:
+    return write(tmp_path / f"{name}.yml", f"""testbed: {TESTBED_FILE}
+name: {name}
+file_size: 40MB
+repetitions: 1
+port: 4480
+monitors: [nstat, mpstat]
+path: {PATH}
+flows: {flows}
+{extra}""")
+
+
+def run_flows(tmp_path: Path, cfg: Path, expect: int = 0) -> tuple[Path, dict]:
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == expect, proc.stderr
+    (camp,) = campaign_dirs(tmp_path / "results")
+    (run_json,) = iter_run_files(camp)
+    return run_json.parent, read_run(run_json)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_pair_and_two_tcp_references_share_the_bottleneck(tmp_path, local_testbed):
+    cfg = flows_config(tmp_path, "three", "[{server: quic-go, client: quic-go, "
+                       "congestion_control: reno}, {tcp: reno, start: 1s}, "
+                       "{tcp: cubic, size: 2MB}]", "duration: 4s")
+    attempt, record = run_flows(tmp_path, cfg)
+    assert record["status"] == "ok", record["reason"]
+    quic, reno, sized = record["flows"]
+    assert [f["port"] for f in record["flows"]] == [4480, 4481, 4482]
+    assert [f["label"] for f in record["flows"]] == ["quic-go/reno", "tcp/reno", "tcp/cubic"]
+    # stopped at 4 s: what quic-go's client wrote is the served file's prefix
+    assert quic["stopped_at_duration"] and quic["verified"] == "prefix"
+    assert quic["bytes_received"] > 100_000 and quic["bytes_received"] % (4 << 20) != 0
+    assert reno["verified"] == "iperf3" and reno["bytes_received"] > 100_000
+    assert sized["bytes_received"] == 2_000_000 and not sized["stopped_at_duration"]
+    # the schedule: the reno flow started 1 s after the others, each ran about its duration
+    assert (reno["start_ns"] - quic["start_ns"]) / 1e9 == pytest.approx(1.0, abs=0.2)
+    assert (quic["end_ns"] - quic["start_ns"]) / 1e9 == pytest.approx(4.0, abs=0.3)
+    # all of them crossed the one bottleneck: no more than its rate together
+    total = sum(f["bytes_received"] for f in record["flows"]) * 8
+    assert total / ((max(f["end_ns"] for f in record["flows"])
+                     - min(f["start_ns"] for f in record["flows"])) / 1e9) < 20e6
+    assert record["bytes_received"] == sum(f["bytes_received"] for f in record["flows"])
+    assert (attempt / "flow-0" / "client" / "client.stderr.log").is_file()
+    assert (attempt / "client" / "flow-1" / "client.stdout.log").is_file()
+    assert (attempt / "path" / "bottleneck-out.pcap").is_file()
+    assert load_run(attempt / "run.json").flows is not None  # the typed model reads it back
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_complete_download_is_verified_by_its_hash(tmp_path, local_testbed):
+    cfg = flows_config(tmp_path, "whole", "[{server: quic-go, client: quic-go, "
+                       "congestion_control: reno}, {tcp: reno, duration: 2s}]")
+    _, record = run_flows(tmp_path, cfg)
+    quic = record["flows"][0]
+    assert record["status"] == "ok", record["reason"]
+    assert quic["verified"] == "hash" and quic["bytes_received"] == 40_000_000
+    assert not quic["stopped_at_duration"]
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_congestion_control_a_stack_lacks_is_unsupported(tmp_path, local_testbed):
+    cfg = flows_config(tmp_path, "nocubic", "[{tcp: cubic}, {server: quic-go, "
+                       "client: quic-go, congestion_control: cubic}]", "duration: 2s")
+    _, record = run_flows(tmp_path, cfg, expect=4)  # no attempt was ok
+    assert record["status"] == "unsupported"
+    tcp, quic = record["flows"]
+    assert quic["status"] == "unsupported" and "offers no cubic" in quic["reason"]
+    assert tcp["status"] == "failed" and tcp["reason"] == "not run: flow quic-go/cubic cannot run"
+    assert record["reason"].startswith("flow quic-go/cubic: quic-go (server) offers no cubic")
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_failing_flow_fails_the_attempt_and_nothing_stays(tmp_path, local_testbed):
+    """Port 4481 taken on the server node: the second flow's iperf3 cannot listen; the first
+    flow's server, already started, is stopped with the attempt."""
+    holder = subprocess.Popen(["ip", "netns", "exec", "qir-server", "python3", "-c",
+                               "import socket,time; s=socket.socket(); s.setsockopt("
+                               "socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+                               "s.bind(('0.0.0.0', 4481)); s.listen(); time.sleep(120)"])
+    try:
+        cfg = flows_config(tmp_path, "busy", "[{server: quic-go, client: quic-go, "
+                           "congestion_control: reno}, {tcp: reno}]", "duration: 2s")
+        _, record = run_flows(tmp_path, cfg, expect=4)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("flow tcp/reno: port 4481 is already in use on server")
+    assert record["flows"][0]["status"] == "failed"  # its server started, never measured
+    assert record["flows"][0]["reason"] == "not run: flow tcp/reno did not start"
+    assert_nodes_clean(local_testbed)
+
+
+def test_the_frozen_flows_record_loads() -> None:
+    record = load_run(Path(__file__).parent / "data" / "schema" / "run-v6.json")
+    assert record.flows is not None and [f.kind for f in record.flows] == ["quic", "tcp"]
+    assert json.loads(record.model_dump_json())["flows"][1]["verified"] == "iperf3"
