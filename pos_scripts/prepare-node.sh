@@ -27,7 +27,8 @@ PROG=prepare-node
 #  - reachability and the runner's own commands (interop_runner/testbed/node.py REQUIRED_TOOLS,
 #    executor, orchestrator, host knobs): sshd, bash, coreutils, b3sum (BLAKE3), findutils, grep, iproute2
 #    (ip, ss, tc, nstat), util-linux (setsid, taskset, flock, lscpu), procps (ps, pgrep,
-#    sysctl), openssl (certificates), iptables (loss knob), ping (peer checks)
+#    sysctl), openssl (certificates), iptables (loss knob), ping (peer checks), iperf3 (path
+#    calibration, kernel TCP reference flows: docs/flows.md)
 #  - monitors (interop_runner/monitors/) and host facts (interop_runner/testbed/hostfacts.py):
 #    ethtool, sysstat (mpstat, pidstat), ifstat, tcpdump, linux-perf, zstd, hwloc-nox
 #  - implementations: nginx + curl (tcp-tls), python3 + python3-venv (aioquic),
@@ -36,7 +37,7 @@ PROG=prepare-node
 #    and every implementations/*/apt-packages entry
 NODE_PACKAGES=(
   openssh-server bash coreutils b3sum findutils grep iproute2 util-linux procps openssl iptables
-  iputils-ping
+  iputils-ping iperf3
   ethtool sysstat ifstat tcpdump linux-perf zstd hwloc-nox
   nginx curl python3 python3-venv ca-certificates docker.io
   build-essential make gcc g++ libc6-dev perl cmake ninja-build pkg-config libclang-dev libnuma-dev

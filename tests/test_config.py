@@ -230,7 +230,8 @@ def test_cli_validate_exit_codes(campaign_file, capsys):
 SHIPPED = ["ab.yml", "buffers.yml", "crypto.yml", "hardware.yml", "interop.yml", "local.yml",
            "offload.yml", "pinning.yml", "profile.yml", "flows-tcp-sanity.yml",
            "flows-bbr-cubic.yml", "flows-quic-tcp.yml", "flows-share-matrix.yml",
-           "flows-quic-vs-tcp-grid.yml", "flows-dc-throughput.yml", "flows-dc-fairness.yml"]
+           "flows-quic-vs-tcp-grid.yml", "flows-dc-throughput.yml", "flows-dc-fairness.yml",
+           "flows-four.yml"]
 SHIPPED_TESTBEDS = ["example-baremetal.yml", "example-router.yml", "local-b.yml",
                     "local.yml"]
 

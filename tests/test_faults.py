@@ -70,6 +70,8 @@ FAULTS = [
     "runner killed with SIGKILL while a client container transfers, then `testbed restore`",
     "runner killed with SIGKILL mid-transfer with an emulated path active (router)",
     "delay line of the path killed mid-transfer",
+    "SIGINT while several flows (a quic-go pair, a kernel TCP flow) transfer",
+    "runner killed with SIGKILL while several flows transfer",
 ]
 COLLECTOR = Collector(FAULTS)
 REPS = 3
@@ -885,6 +887,55 @@ def test_process_journal_kills_only_provable_leftovers(tmp_path):
         other.wait()
 
 
+def flows_fault_config(tmp_path: Path, name: str) -> Path:
+    """The fault campaign of flows: a quic-go pair and a kernel TCP reference flow, 4 s each,
+    through the router's 50 Mbit/s, 10 ms bottleneck (the rest as path_fault_config)."""
+    return write(tmp_path / f"{name}.yml", f"""testbed: {TESTBED_FILE}
+name: {name}
+file_size: 200MB
+repetitions: {REPS}
+port: 4470
+duration: 4s
+timeouts: {{command: 30}}
+flows: [{{server: quic-go, client: quic-go, congestion_control: reno}}, {{tcp: reno}}]
+path: {{rate: 50mbit, rtt: 10ms, buffer: 1bdp, backend: nfqueue, calibrate: warn}}
+""")
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_sigint_while_flows_transfer(tmp_path, reliability):
+    before = host_state()
+    cfg = flows_fault_config(tmp_path, "f-flows-int")
+    code, err = interrupt_mid_transfer(cfg, tmp_path, 2)
+    assert code == 130 and "Traceback" not in err, err
+    (camp,) = campaign_dirs(tmp_path / "results")
+    rec = the_record(camp, 2)
+    assert rec["interrupted"] and rec["status"] == "failed"
+    assert len(rec["flows"]) == 2
+    assert path_left() == (0, 0)
+    finish(reliability, FAULTS[19], "stop", f"attempt recorded `{outcome(rec)}` "
+           "(interrupted) with both flows' records, exit 130; every server, client and the "
+           "path removed", cfg, camp, before, [(2, 1)])
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_runner_sigkill_while_flows_transfer(tmp_path, reliability):
+    before = host_state()
+    cfg = flows_fault_config(tmp_path, "f-flows-kill")
+    camp = kill_runner_mid_transfer(cfg, tmp_path, CLIENT_BIN)
+    left = processes_left()
+    assert left >= 2, left  # at least both flows' clients (scheduled wrappers, iperf3, quic-go)
+    ok = resume(cfg, camp)
+    meta = json.loads((camp / "campaign.json").read_text())
+    assert meta["killed_leftovers"].get("client")
+    rec = the_record(camp, 2)
+    assert rec["status"] == "failed" and "runner was killed" in rec["reason"]
+    finish(reliability, FAULTS[20], "-", "the killed runner left the flows' processes on the "
+           "nodes; the resume killed the journaled process groups, removed the path, recorded "
+           f"the attempt as `{outcome(rec)}` and ran it again", cfg, camp, before, [(2, 1)],
+           resume_with=lambda: ok)
+
+
 # -- the table ---------------------------------------------------------------------------------
 def test_reliability_table_is_current(reliability):
     """Render the measured rows; write docs/reliability.md or check it is the committed one."""
@@ -897,3 +948,4 @@ def test_reliability_table_is_current(reliability):
     else:
         assert DOC.read_text() == text, "docs/reliability.md is stale: rerun with " \
             "QIR_WRITE_RELIABILITY=1"
+

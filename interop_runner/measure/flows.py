@@ -337,8 +337,9 @@ class FlowsAttempt:
         rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
         code = int(timing["exit_code"])
         rec.stopped_at_duration = code == _TIMED_OUT and run.plan.duration_s is not None
+        user, _, system = out[-1].partition(" ")
+        rec.client_cpu_s = _seconds(user) + _seconds(system)
         if run.attempt is not None:
-            user, _, system = out[-1].partition(" ")
             side = run.attempt.record.client
             side.cpu_user_s, side.cpu_system_s = _seconds(user), _seconds(system)
             side.exit_code = code

@@ -101,6 +101,7 @@ class FlowRecord(BaseModel):
     verified: Literal["hash", "prefix", "iperf3"] | None = None
     stopped_at_duration: bool = False
     goodput_mbps: float | None = None
+    client_cpu_s: float | None = None  # user + system CPU of the flow's client process
     server_version: str | None = None
     client_version: str | None = None
 
