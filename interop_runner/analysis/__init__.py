@@ -12,6 +12,13 @@ from interop_runner.analysis.ab.compare import (
     plan,
 )
 from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
+from interop_runner.analysis.flows import (
+    fairness_summary,
+    flow_share_summary,
+    load_flow_results,
+    load_flows,
+    quic_vs_tcp,
+)
 from interop_runner.analysis.importers.qir10g import (
     is_qir10g_tree,
     load_qir10g,
@@ -55,7 +62,8 @@ def __getattr__(name: str) -> _Any:
 
 __all__ = ["compare", "compare_campaigns", "compare_variants", "facts_differences",
            "forest_plot", "plan", "COLUMNS", "add_bottleneck", "diagnose", "goodput_matrix",
-           "plot_matrix", "status_matrix", "load_core_usage", "load_cpu_series",
+           "plot_matrix", "status_matrix", "fairness_summary", "flow_share_summary",
+           "load_flow_results", "load_flows", "quic_vs_tcp", "load_core_usage", "load_cpu_series",
            "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results",
            "summarize",
            "is_qir10g_tree", "load_qir10g", "load_qir10g_perf_categories",

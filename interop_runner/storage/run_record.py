@@ -15,6 +15,9 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
    placement, the key of its calibration in campaign.json, and the counters of its
    bottleneck and delay lines during the attempt), ``None`` over a direct link.
    :func:`upgrade_4_to_5`.
+6. competing flows: `flows` (one dict per flow of the attempt: its label, kind, sides,
+   congestion control, server port, plan, status, times, bytes received and goodput),
+   ``None`` for a classic one-pair attempt. :func:`upgrade_5_to_6`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -41,7 +44,7 @@ from interop_runner.storage.schema import (
     read_document_versioned,
 )
 
-RUN_SCHEMA_VERSION = 5
+RUN_SCHEMA_VERSION = 6
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
@@ -122,6 +125,8 @@ class RunRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     # the emulated path of the attempt (docs/paths.md); None: the direct link
     path: dict[str, Any] | None = None
+    # the competing flows of the attempt (docs/flows.md); None: one pair, one flow
+    flows: list[dict[str, Any]] | None = None
     schema_version: int = RUN_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,10 +185,17 @@ def upgrade_4_to_5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
+    """Competing flows: every version 5 attempt was one pair's one flow."""
+    data.setdefault("flows", None)
+    return data
+
+
 RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
                                                              2: upgrade_2_to_3,
                                                              3: upgrade_3_to_4,
-                                                             4: upgrade_4_to_5})
+                                                             4: upgrade_4_to_5,
+                                                             5: upgrade_5_to_6})
 
 
 # -- files ------------------------------------------------------------------------------------
