@@ -30,6 +30,7 @@ __all__ = ["FLOW_RESULT_COLUMNS", "SERIES_KEYS", "WELCH_COLUMNS", "fairness_summ
 # an attempt's identity in the flow frames (axis_<name> columns follow variant)
 ID_COLUMNS = ["campaign", "flow_set", "variant", "repetition", "attempt", "path"]
 FLOW_KEYS = ["flow", "label", "kind"]
+ORDER = ["campaign", "flow_set", "variant", "repetition", "attempt"]  # rows sorted by these
 #: The series columns of :func:`load_flows` after the attempt's identity and FLOW_KEYS.
 SERIES_KEYS = ["bin_ms", "t_s", "throughput_mbps", "queue_delay_ms_mean",
                "queue_delay_ms_p95", "drops", "trimmed", "series_missing"]
@@ -100,6 +101,7 @@ def load_flows(*paths: Path | str) -> pd.DataFrame:
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=[*ID_COLUMNS, *FLOW_KEYS, *SERIES_KEYS])
     frame = frame.reindex(columns=[*_id_columns(frame), *FLOW_KEYS, *SERIES_KEYS])
+    frame = frame.sort_values([*ORDER, "flow", "t_s"], kind="stable", ignore_index=True)
     types = {**{k: FLOW_SERIES_COLUMNS[k] for k in FLOW_SERIES_COLUMNS if k in frame},
              "kind": "string", "series_missing": "string"}
     return frame.astype(types)
@@ -150,6 +152,7 @@ def load_flow_results(*paths: Path | str) -> pd.DataFrame:
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=[*ID_COLUMNS, *FLOW_RESULT_COLUMNS])
     frame = frame.reindex(columns=[*_id_columns(frame), *FLOW_RESULT_COLUMNS])
+    frame = frame.sort_values([*ORDER, "flow"], kind="stable", ignore_index=True)
     return frame.astype(FLOW_RESULT_COLUMNS)
 
 

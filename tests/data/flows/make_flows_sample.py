@@ -144,6 +144,7 @@ def record(base: dict[str, Any], campaign: str, rate: str, rep: int,
     total = sum(f["bytes_received"] or 0 for f in flows)
     bad = [f["label"] for f in flows if f["status"] != "ok"]
     cc0 = FLOWS[0][0]
+    base = {k: v for k, v in base.items() if k != "schema_version"}  # last, as RunRecord
     return {**base, "campaign": campaign, "testcase": "goodput", "repetition": rep,
             "attempt": 1, "server": side(base["server"], cc0, "server"),
             "client": side(base["client"], cc0, "client"),
