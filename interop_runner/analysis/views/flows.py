@@ -30,10 +30,9 @@ from interop_runner.analysis.flows import (
 from interop_runner.analysis.stats import axis_number, axis_order
 from interop_runner.analysis.views._common import Source, as_paths, empty, figure, finite, no_data
 
-TIMELINE_COLUMNS = ["campaign", "flow_set", "variant", "repetition", "attempt", "flow",
-                    "label", "t_s", "bin_ms", "throughput_mbps", "queue_delay_ms_mean",
-                    "queue_delay_ms_p95", "drops", "trimmed"]
-SWEEP_VALUES = ("jain_index", "jain_index_sliding_min")
+TIMELINE_COLUMNS = ["campaign", "flow_set", "variant", "repetition", "attempt", "path",
+                    "flow", "label", "t_s", "bin_ms", "throughput_mbps",
+                    "queue_delay_ms_mean", "queue_delay_ms_p95", "drops", "trimmed"]
 SHARE_COLUMNS = ["flow_set", "row", "column", "n", "share_mean", "share_std", "share_basis"]
 TIMELINE_TITLE = "Throughput per flow at the bottleneck"
 SWEEP_TITLE = "Jain's fairness index"
@@ -268,7 +267,7 @@ def flow_quic_vs_tcp_figure(table: pd.DataFrame) -> Figure:
     image = ax.imshow(matrix.to_numpy(), cmap="RdBu_r", vmin=-scale or -1, vmax=scale or 1,
                       aspect="auto")
     for row in table.itertuples(index=False):
-        _cell_text(ax, matrix, row)
+        _cell_text(ax, matrix, row, scale)
     ax.set_xticks(range(len(matrix.columns)), [str(c) for c in matrix.columns], rotation=30,
                   ha="right")
     ax.set_yticks(range(len(matrix.index)), [str(i) for i in matrix.index])
@@ -277,12 +276,15 @@ def flow_quic_vs_tcp_figure(table: pd.DataFrame) -> Figure:
     return fig
 
 
-def _cell_text(ax: Axes, matrix: pd.DataFrame, row: Any) -> None:
-    """``+0.12 **`` and ``g = 1.3`` in the cell of one group and condition."""
+def _cell_text(ax: Axes, matrix: pd.DataFrame, row: Any, scale: float) -> None:
+    """``+0.12 **`` and ``g = 1.3`` in the cell of one group and condition (white on a
+    dark cell)."""
     i, j = list(matrix.index).index(row.condition), list(matrix.columns).index(row.group)
     diff = f"{row.difference:+.3g}" if finite(row.difference) else "n/a"
     g = f"g = {row.hedges_g:.2g}" if finite(row.hedges_g) else f"n = {row.n}/{row.n_tcp}"
-    ax.text(j, i, f"{diff} {row.significance}\n{g}", ha="center", va="center", fontsize=8)
+    dark = finite(row.difference) and abs(row.difference) > 0.6 * (scale or 1)
+    ax.text(j, i, f"{diff} {row.significance}\n{g}", ha="center", va="center", fontsize=8,
+            color="white" if dark else "black")
 
 
 def flow_quic_vs_tcp(source: Source) -> tuple[pd.DataFrame, Figure]:
