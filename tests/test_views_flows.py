@@ -16,22 +16,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from interop_runner.analysis import load_flow_results, load_flows, load_results  # noqa: E402
-from interop_runner.analysis.views import (  # noqa: E402
-    flow_fairness_figure,
-    flow_fairness_frame,
-    flow_fairness_sweep,
-    flow_fairness_table,
-    flow_quic_vs_tcp,
-    flow_quic_vs_tcp_figure,
-    flow_quic_vs_tcp_frame,
-    flow_share_figure,
-    flow_share_frame,
-    flow_share_matrix,
-    flow_timeline,
-    flow_timeline_figure,
-    flow_timeline_frame,
-)
-from interop_runner.analysis.views.flows import SHARE_COLUMNS, TIMELINE_COLUMNS  # noqa: E402
+from interop_runner.analysis.views import flows as vf  # noqa: E402
 from interop_runner.report.build import build_report  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
@@ -71,8 +56,8 @@ def derived_quic(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_timeline_of_one_attempt(copy: Path) -> None:
-    table, fig = flow_timeline([copy])
-    assert list(table.columns) == TIMELINE_COLUMNS
+    table, fig = vf.flow_timeline([copy])
+    assert list(table.columns) == vf.TIMELINE_COLUMNS
     assert table["path"].nunique() == 1
     assert (table["variant"] == "rate=10mbit").all() and (table["repetition"] == 1).all()
     assert set(table["label"]) == {"tcp/cubic", "tcp/bbr", "tcp/reno"}
@@ -83,18 +68,18 @@ def test_timeline_of_one_attempt(copy: Path) -> None:
     assert "500 ms bins" in top.get_title()
     series = load_flows(copy)
     other = series.loc[series["variant"] == "rate=20mbit", "path"].dropna().iloc[0]
-    chosen = flow_timeline_frame(series, path=other)
+    chosen = vf.flow_timeline_frame(series, path=other)
     assert (chosen["variant"] == "rate=20mbit").all() and len(chosen)
 
 
 def test_timeline_without_series() -> None:
-    table, fig = flow_timeline([PATH_SAMPLE])
+    table, fig = vf.flow_timeline([PATH_SAMPLE])
     assert table.empty and NO_DATA in texts(fig)
-    assert NO_DATA in texts(flow_timeline_figure(flow_timeline_frame(pd.DataFrame())))
+    assert NO_DATA in texts(vf.flow_timeline_figure(vf.flow_timeline_frame(pd.DataFrame())))
 
 
 def test_fairness_against_the_swept_rate(results: pd.DataFrame) -> None:
-    table, fig = flow_fairness_sweep(results)
+    table, fig = vf.flow_fairness_sweep(results)
     assert list(table["x"]) == ["10mbit", "20mbit"] and (table["axis"] == "axis_rate").all()
     assert (table["n"] == 3).all()
     assert ((table["mean_ci_low"] <= table["mean"]) & (table["mean"] <= table["mean_ci_high"])
@@ -102,23 +87,23 @@ def test_fairness_against_the_swept_rate(results: pd.DataFrame) -> None:
     (ax,) = fig.axes
     assert ax.get_xlabel() == "rate" and ax.has_data()
     assert table["sliding_min_mean"].notna().sum() == 1  # 20 Mbit/s: no 5 s window
-    by_variant = flow_fairness_frame(results, axis="variant")
+    by_variant = vf.flow_fairness_frame(results, axis="variant")
     assert list(by_variant["x"]) == ["rate=10mbit", "rate=20mbit"]
-    rows = flow_fairness_table(results)
+    rows = vf.flow_fairness_table(results)
     assert len(rows) == 6 and set(rows["fairness_basis"]) == {"series", "goodput"}
 
 
 def test_fairness_without_flows() -> None:
     frame = load_results(PATH_SAMPLE, cache=False)
-    table, fig = flow_fairness_sweep(frame)
+    table, fig = vf.flow_fairness_sweep(frame)
     assert table.empty and NO_DATA in texts(fig)
-    assert flow_fairness_table(frame).empty
-    assert NO_DATA in texts(flow_fairness_figure(pd.DataFrame()))
+    assert vf.flow_fairness_table(frame).empty
+    assert NO_DATA in texts(vf.flow_fairness_figure(pd.DataFrame()))
 
 
 def test_share_matrix(flows: pd.DataFrame) -> None:
-    table, fig = flow_share_matrix(flows)
-    assert list(table.columns) == SHARE_COLUMNS
+    table, fig = vf.flow_share_matrix(flows)
+    assert list(table.columns) == vf.SHARE_COLUMNS
     assert len(table) == 6  # three labels, ordered pairs
     pairs = table.set_index(["row", "column"])["share_mean"]
     for (a, b), value in pairs.items():
@@ -127,21 +112,21 @@ def test_share_matrix(flows: pd.DataFrame) -> None:
     assert (table["n"] == 6).all()  # six attempts with a share each
     assert set(table["share_basis"]) == {"mixed"}  # one attempt without captures
     assert "0.71" in texts(fig)
-    by_cc = flow_share_frame(flows, group="congestion_control")
+    by_cc = vf.flow_share_frame(flows, group="congestion_control")
     assert set(by_cc["row"]) == {"cubic", "bbr", "reno"}
-    assert NO_DATA in texts(flow_share_figure(flow_share_frame(pd.DataFrame())))
+    assert NO_DATA in texts(vf.flow_share_figure(vf.flow_share_frame(pd.DataFrame())))
 
 
 def test_quic_against_tcp_grid(flows: pd.DataFrame, copy: Path) -> None:
-    table, fig = flow_quic_vs_tcp(derived_quic(flows))
+    table, fig = vf.flow_quic_vs_tcp(derived_quic(flows))
     assert list(table["group"]) == ["quic-x/bbr"] * 2
     written = texts(fig)
     assert "***" in written and "n.s." in written and "g = " in written
-    assert flow_quic_vs_tcp_frame(derived_quic(flows), metric="goodput_mbps")[
+    assert vf.flow_quic_vs_tcp_frame(derived_quic(flows), metric="goodput_mbps")[
         "metric"].eq("goodput_mbps").all()
-    empty, nothing = flow_quic_vs_tcp([copy])  # only TCP flows
+    empty, nothing = vf.flow_quic_vs_tcp([copy])  # only TCP flows
     assert empty.empty and NO_DATA in texts(nothing)
-    assert NO_DATA in texts(flow_quic_vs_tcp_figure(empty))
+    assert NO_DATA in texts(vf.flow_quic_vs_tcp_figure(empty))
 
 
 def test_report_has_a_flows_section_only_for_flows(tmp_path: Path, copy: Path) -> None:
