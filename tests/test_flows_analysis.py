@@ -401,3 +401,16 @@ def test_hedges_g_and_marks() -> None:
     assert math.isnan(hedges_g(a[:1], b)) and math.isnan(hedges_g(b * 0, b * 0))
     assert [significance(p) for p in (0.0005, 0.005, 0.02, 0.2, math.nan)] == \
         ["***", "**", "*", "n.s.", ""]
+
+
+def test_flows_without_a_packet_at_the_bottleneck() -> None:
+    """A record whose ports no packet left from: an empty series and a reason, no zeros."""
+    record = read_run(CAPTURED[0] / "run.json")
+    for flow in record["flows"]:
+        flow["port"] = 9999
+    series = attempt_flow_series(CAPTURED[0], record)
+    assert series.empty and list(series.columns) == list(FLOW_SERIES_COLUMNS)
+    assert series.attrs["flows"] == [] and series.attrs["origin_ns"] is None
+    values = series_fairness(series)
+    assert math.isnan(values["jain_index"])
+    assert values["fairness_missing"].startswith("no data packet of the flows")

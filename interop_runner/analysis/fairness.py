@@ -101,6 +101,8 @@ def series_fairness(series: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S
     values = sliding["jain_index"].astype(float)
     missing = None if len(values) else \
         f"no sliding window of {window_s:g} s with two flows in their trimmed windows"
+    if series.empty:
+        missing = "no data packet of the flows at the bottleneck (their ports)"
     return {"jain_index": jain_index(means), "jain_index_sliding_min":
             float(values.min()) if len(values) else math.nan,
             "jain_index_sliding_median": float(values.median()) if len(values) else math.nan,
