@@ -40,6 +40,10 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     from interop_runner.analysis.views import bottlenecks as bottlenecks
     from interop_runner.analysis.views import buffer_sweep as buffer_sweep
     from interop_runner.analysis.views import crypto as crypto
+    from interop_runner.analysis.views import flow_fairness_sweep as flow_fairness_sweep
+    from interop_runner.analysis.views import flow_quic_vs_tcp as flow_quic_vs_tcp
+    from interop_runner.analysis.views import flow_share_matrix as flow_share_matrix
+    from interop_runner.analysis.views import flow_timeline as flow_timeline
     from interop_runner.analysis.views import goodput_over_time as goodput_over_time
     from interop_runner.analysis.views import hardware as hardware
     from interop_runner.analysis.views import interop_heatmap as interop_heatmap
@@ -48,7 +52,8 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     from interop_runner.analysis.views import perf_categories as perf_categories
     from interop_runner.analysis.views import pinning as pinning
 
-_VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
+_VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "flow_fairness_sweep", "flow_quic_vs_tcp",
+          "flow_share_matrix", "flow_timeline", "goodput_over_time", "hardware",
           "interop_heatmap", "offloads", "path_buffer_sweep", "perf_categories", "pinning")
 
 
