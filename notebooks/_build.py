@@ -55,6 +55,7 @@ class Book:
     intro: str
     views: tuple[ViewCell | TableCell, ...]
     results: str = DEFAULT_RESULTS
+    imports: str = ""  # more imports for this notebook's setup cell
 
 
 SETUP = '''\
@@ -92,6 +93,14 @@ Tukey outliers (flagged, not dropped)."""
 SUMMARY = '''\
 by = ["server", "client"] + (["variant"] if frame["variant"].notna().any() else [])
 cell_stats(frame, by)'''
+
+
+def setup(book: Book) -> str:
+    """The setup cell: SETUP with the notebook's own imports after the analysis import."""
+    if not book.imports:
+        return SETUP
+    anchor = "from interop_runner.analysis.stats import cell_stats\n"
+    return SETUP.replace(anchor, anchor + book.imports + "\n")
 
 
 def view_cells(view: ViewCell) -> list[nbformat.NotebookNode]:
@@ -132,7 +141,7 @@ def notebook(book: Book) -> nbformat.NotebookNode:
         f"RESULTS = {book.results}")
     params.metadata["tags"] = ["parameters"]
     cells = [new_markdown_cell(f"# {book.title}\n\n{book.intro}"), params,
-             new_code_cell(SETUP), new_markdown_cell(SUMMARY_MD), new_code_cell(SUMMARY)]
+             new_code_cell(setup(book)), new_markdown_cell(SUMMARY_MD), new_code_cell(SUMMARY)]
     for item in book.views:
         cells += view_cells(item) if isinstance(item, ViewCell) else table_cells(item)
     stem = book.file.removesuffix(".ipynb")
@@ -295,6 +304,43 @@ BOOKS = (
                    "## Goodput fraction per bottleneck buffer"),
           TableCell("views.path_counters_frame(frame)", "counters",
                     "## Bottleneck and delay-line counters per attempt"))),
+    Book("flows.ipynb", "Competing flows: throughput, shares and fairness",
+         "Campaigns of competing flows (docs/flows.md): several flows, QUIC implementations "
+         "and kernel TCP (iperf3) with their congestion controls, share one emulated "
+         "bottleneck. With `path.record_packets` the router captures both sides of the "
+         "bottleneck's queue, and each flow's throughput and queueing delay is binned over "
+         "time (10 base RTTs a bin; 500 ms when the RTT is unknown); the first and last "
+         "10 % of each flow's active time are trimmed from every statistic.\n\n"
+         "**What to look for**:\n\n"
+         "- **Throughput over time** (paper 002, Fig. 5b): does one flow take the link, "
+         "and how long does an unfair split persist after a flow joins?\n"
+         "- **Jain's index** (002, Figs. 8 and 10): (Σx)²/(n·Σx²) of the flows' mean "
+         "throughputs, 1 for an equal split, 1/n for one flow taking all; the mean over the "
+         "repetitions with its 95 % t interval against the swept parameter, and the lowest "
+         "index in sliding windows of 5 s (the worst stretch).\n"
+         "- **Bandwidth share** between two flows (000, Figs. 12-13): 0.5 is fair; BBR "
+         "against loss-based CUBIC or Reno at a shallow buffer typically takes most.\n"
+         "- **QUIC against TCP** (004): each implementation's share against the kernel TCP "
+         "flows per path condition, Welch's t-test, Hedges' g and a significance mark.\n\n"
+         "Without captures the series' values are NA with the reason in `series_missing`, "
+         "and shares and Jain's index fall back to the flows' goodput (`share_basis`, "
+         "`fairness_basis`).",
+         (ViewCell("views.flow_timeline(RESULTS)", "flowtime",
+                   "## Throughput and queueing delay per flow over one attempt"),
+          ViewCell("views.flow_fairness_sweep(frame)", "fairness",
+                   "## Jain's index against the swept parameter"),
+          TableCell("fairness_summary(frame)", "fairness_cells",
+                    "## Jain's index per cell: mean with its t interval, median with its "
+                    "bootstrap interval"),
+          ViewCell("views.flow_share_matrix(flow_results)", "share",
+                   "## Bandwidth share of one flow against another"),
+          TableCell("flow_share_summary(flow_results)", "shares",
+                    "## Each flow's share per cell over the repetitions"),
+          ViewCell("views.flow_quic_vs_tcp(flow_results)", "quictcp",
+                   "## QUIC against TCP per path condition (Welch's t-test)"),
+          TableCell("flow_results", "flow_results", "## Every flow of every attempt")),
+         imports="from interop_runner.analysis import fairness_summary, flow_share_summary, "
+                 "load_flow_results\n\nflow_results = load_flow_results(*RESULTS)"),
 )
 
 

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SAMPLE = ROOT / "tests" / "data" / "results-sample"
 PATH_SAMPLE = ROOT / "tests" / "data" / "path-sample"
+FLOWS_SAMPLE = ROOT / "tests" / "data" / "flows-sample"
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")
                if p.name not in ("compare.ipynb", "history.ipynb"))  # hand-written, own tests
 CHECK = re.compile(r"^(\w+): (\d+) axes, (\d+) row\(s\)$", re.MULTILINE)
@@ -156,6 +157,10 @@ def plan(results: Results) -> dict[str, tuple[list[Path], dict[str, bool]]]:
         "overview.ipynb": (every, {"bottlenecks": True,
                                    "timeline": _has_rates(every)}),
         "paths.ipynb": (own("paths"), {"paths": "paths" in results}),
+        # (QUIC against TCP: the flows sample has TCP flows only)
+        "flows.ipynb": (own("flows"), {"flowtime": "flows" in results,
+                                       "fairness": "flows" in results,
+                                       "share": "flows" in results, "quictcp": False}),
     }
 
 
@@ -167,7 +172,7 @@ def test_notebooks_are_built_by_the_generator() -> None:
     assert proc.returncode == 0, proc.stderr
     assert set(NAMES) == {"buffers.ipynb", "crypto.ipynb", "interop.ipynb", "perf.ipynb",
                           "hardware.ipynb", "offloads.ipynb", "pinning.ipynb",
-                          "overview.ipynb", "paths.ipynb"}
+                          "overview.ipynb", "paths.ipynb", "flows.ipynb"}
     for name in NAMES:
         nb = nbformat.read(NOTEBOOKS / name, as_version=4)
         nbformat.validate(nb)
@@ -217,3 +222,20 @@ def test_paths_notebook_on_the_path_sample(tmp_path: Path, monkeypatch: pytest.M
     assert "no data for this table" not in output
     assert "path-e332eb1128b4" in output and "rtt_calibrated_ms" in output
     assert "bottleneck_drops" in output and "14525" in output  # the counters, per attempt
+
+
+def test_flows_notebook_on_the_flows_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """Throughput over time, Jain's index per rate, the share matrix and the tables of a
+    real campaign of three competing TCP flows (tests/data/flows-sample)."""
+    target = tmp_path / FLOWS_SAMPLE.name
+    shutil.copytree(FLOWS_SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
+    campaigns, expect = plan({"flows": target})["flows.ipynb"]
+    nb = execute("flows.ipynb", campaigns, monkeypatch)
+    output = texts(nb)
+    assert "6 attempt(s) from 1 campaign(s)" in output
+    check_views("flows.ipynb", nb, expect)
+    assert "fairness: 1 axes, 2 row(s)" in output and "share: 2 axes, 6 row(s)" in output
+    assert "table fairness_cells: 2 row(s)" in output and "table shares: 6 row(s)" in output
+    assert "table flow_results: 18 row(s)" in output
+    assert "no bottleneck captures" in output  # the attempt without captures, not zeros

@@ -12,6 +12,13 @@ from interop_runner.analysis.ab.compare import (
     plan,
 )
 from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
+from interop_runner.analysis.flows import (
+    fairness_summary,
+    flow_share_summary,
+    load_flow_results,
+    load_flows,
+    quic_vs_tcp,
+)
 from interop_runner.analysis.importers.qir10g import (
     is_qir10g_tree,
     load_qir10g,
@@ -33,6 +40,10 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     from interop_runner.analysis.views import bottlenecks as bottlenecks
     from interop_runner.analysis.views import buffer_sweep as buffer_sweep
     from interop_runner.analysis.views import crypto as crypto
+    from interop_runner.analysis.views import flow_fairness_sweep as flow_fairness_sweep
+    from interop_runner.analysis.views import flow_quic_vs_tcp as flow_quic_vs_tcp
+    from interop_runner.analysis.views import flow_share_matrix as flow_share_matrix
+    from interop_runner.analysis.views import flow_timeline as flow_timeline
     from interop_runner.analysis.views import goodput_over_time as goodput_over_time
     from interop_runner.analysis.views import hardware as hardware
     from interop_runner.analysis.views import interop_heatmap as interop_heatmap
@@ -41,7 +52,8 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     from interop_runner.analysis.views import perf_categories as perf_categories
     from interop_runner.analysis.views import pinning as pinning
 
-_VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "goodput_over_time", "hardware",
+_VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "flow_fairness_sweep", "flow_quic_vs_tcp",
+          "flow_share_matrix", "flow_timeline", "goodput_over_time", "hardware",
           "interop_heatmap", "offloads", "path_buffer_sweep", "perf_categories", "pinning")
 
 
@@ -55,7 +67,8 @@ def __getattr__(name: str) -> _Any:
 
 __all__ = ["compare", "compare_campaigns", "compare_variants", "facts_differences",
            "forest_plot", "plan", "COLUMNS", "add_bottleneck", "diagnose", "goodput_matrix",
-           "plot_matrix", "status_matrix", "load_core_usage", "load_cpu_series",
+           "plot_matrix", "status_matrix", "fairness_summary", "flow_share_summary",
+           "load_flow_results", "load_flows", "quic_vs_tcp", "load_core_usage", "load_cpu_series",
            "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results",
            "summarize",
            "is_qir10g_tree", "load_qir10g", "load_qir10g_perf_categories",

@@ -8,6 +8,8 @@ transfer runs, and writes the cache when the campaign ends, so the first load af
 campaign reads the cache. A row depends only on its ``run.json``, the attempt's files and the
 campaign's context (host facts, requested monitors); the context is read from the final
 ``campaign.json`` when the cache is written, so the frame is the one a cold load makes.
+Parsing an attempt of competing flows with bottleneck captures also writes its per-flow
+series, ``flows.parquet`` in the attempt directory (:mod:`~interop_runner.analysis.flow_series`).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
 import numpy as np
 
+from interop_runner.analysis.fairness import FAIRNESS_COLUMNS
 from interop_runner.analysis.path_columns import PATH_COLUMNS
 from interop_runner.parsers.snapshots import NamesMemo
 
@@ -78,6 +79,8 @@ COLUMNS: dict[str, Any] = {
     "path": "string",
     # the emulated path (analysis/path_columns.py); <NA> over the direct link
     **{name: dtype for name, (dtype, _, _) in PATH_COLUMNS.items()},
+    # competing flows and their fairness (analysis/fairness.py); <NA> without flows
+    **{name: dtype for name, (dtype, _, _) in FAIRNESS_COLUMNS.items()},
 }
 
 BASE_KEYS = (*COLUMNS, "monitors_missing")

@@ -23,6 +23,7 @@ from interop_runner.analysis.columns import (
 from interop_runner.analysis.cpu_cost import NAMES as CYCLES_COLUMNS
 from interop_runner.analysis.cpu_cost import cycles_per_byte
 from interop_runner.analysis.diagnosis import bottleneck_columns, rule_inputs
+from interop_runner.analysis.fairness import fairness_values
 from interop_runner.analysis.frame import (
     BASE_KEYS,
     COLUMNS,
@@ -96,6 +97,9 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
         row[f"{role}_negotiated_cipher"] = negotiated.get("cipher")
         row[f"{role}_negotiated_cc"] = negotiated.get("congestion_control")
     row.update(path_values(data, data.get("goodput_mbps")))
+    # competing flows: their series is parsed from the captures once and kept as
+    # flows.parquet in the attempt directory (analysis/flow_series.py)
+    row.update(fairness_values(path.parent, data))
     return row
 
 

@@ -75,6 +75,24 @@ def bootstrap_median_ci(values: Iterable[Any] | np.ndarray, *, n_boot: int = 200
     return float(low), float(high)
 
 
+def mean_ci(values: Iterable[Any] | np.ndarray, confidence: float = 0.95
+            ) -> tuple[float, float]:
+    """Student's t interval of the mean (``scipy.stats.t.interval`` with n - 1 degrees of
+    freedom and the standard error of the mean): ``(nan, nan)`` below two values, the
+    value twice when every value is the same."""
+    from scipy import stats as scipy_stats  # on first use: not with every load_results
+
+    data = _floats(values)
+    if data.size < 2:
+        return math.nan, math.nan
+    mean = float(data.mean())
+    sem = float(scipy_stats.sem(data))
+    if sem == 0:
+        return mean, mean
+    low, high = scipy_stats.t.interval(confidence, data.size - 1, loc=mean, scale=sem)
+    return float(low), float(high)
+
+
 def _quartiles(data: np.ndarray) -> tuple[float, float]:
     q1, q3 = np.percentile(data, [25, 75])  # linear interpolation, as pandas' quantile
     return float(q1), float(q3)

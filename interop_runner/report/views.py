@@ -14,6 +14,36 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+# the Flows section: only for a campaign with competing flows (docs/flows.md)
+_NO_FLOWS = ("flow_count", "no competing flows in this campaign")
+FLOW_VIEWS: tuple[View, ...] = (
+    View("flows-time", "Flows: throughput per flow over time", "flow_timeline", "paths",
+         "Each flow's throughput leaving the bottleneck (top) and its packets' mean "
+         "queueing delay (bottom) in bins of 10 base RTTs over the first attempt with "
+         "captures; dotted: the first and last 10 % of each flow's active time, left out "
+         "of every statistic (start-up and the end of the transfer). Look for one flow "
+         "taking the link from the others and for how long an unfair split persists.",
+         needs_column=_NO_FLOWS),
+    View("flows-fairness", "Flows: Jain's fairness index", "flow_fairness_sweep", "frame",
+         "Jain's index (Σx)²/(n·Σx²) of the flows' mean throughputs over their trimmed "
+         "windows: 1 is an equal split, 1/n one flow taking everything; the mean over the "
+         "repetitions with its 95 % t interval against the swept parameter, dotted the "
+         "mean of the lowest index in sliding windows of 5 s (the worst stretch). Without "
+         "captures the index is of the flows' goodput (fairness_basis).",
+         needs_column=_NO_FLOWS,
+         table=("flow_fairness_table", "Jain's index per attempt")),
+    View("flows-share", "Flows: bandwidth share between flows", "flow_share_matrix",
+         "paths",
+         "The share of the row's flow in the throughput of the row's and the column's flow "
+         "in the same attempt, mean over the attempts: 0.5 is an equal split; red: the row "
+         "takes more. Compare congestion controls and implementations pairwise.",
+         needs_column=_NO_FLOWS),
+    View("flows-quic-tcp", "Flows: QUIC against TCP", "flow_quic_vs_tcp", "paths",
+         "Per path condition (flow set and variant), each QUIC implementation's share "
+         "against the kernel TCP flows of the same attempts: the difference of the means, "
+         "Welch's t-test (* p < 0.05, ** < 0.01, *** < 0.001, n.s.) and Hedges' g. Needs "
+         "QUIC and TCP flows in one flow set.", needs_column=_NO_FLOWS),
+)
 
 VIEWS: tuple[View, ...] = (
     View("interop", "Interop matrix (Fig. 6)", "interop_heatmap", "frame",
@@ -43,6 +73,7 @@ VIEWS: tuple[View, ...] = (
          "missed says so in its title.",
          needs_column=("path_key", "no emulated path in this campaign (the direct link)"),
          table=("path_calibration_frame", "Path calibration: configured against measured")),
+    *FLOW_VIEWS,
     View("crypto", "Ciphers and AES hardware (Fig. 5)", "crypto", "frame",
          "AES-GCM with and without AES-NI against ChaCha20-Poly1305. QUIC usually loses less "
          "than TCP/TLS without hardware AES (small records, encrypted ACKs)."),

@@ -22,6 +22,11 @@ view                   what it plots                                            
 ``path_buffer_sweep``  emulated paths: goodput / bottleneck rate vs buffer in BDP,    -
                        a panel per path; tables: ``path_calibration_frame``
                        (configured vs calibrated), ``path_counters_frame``
+``flow_timeline``      competing flows: throughput and queueing delay per flow over   -
+                       one attempt (trimmed bins dotted)
+``flow_fairness_sweep``  Jain's index against the swept parameter, t interval        -
+``flow_share_matrix``  bandwidth share of one flow against another, per label pair   -
+``flow_quic_vs_tcp``   QUIC flows against TCP per path condition, Welch's t-test     -
 ``history_series``     one history series over its campaigns, change points marked   -
                        (input: the points and change points of analysis.history)
 =====================  ===========================================================  ========
@@ -29,6 +34,21 @@ view                   what it plots                                            
 
 from interop_runner.analysis.views.ab import ab_comparison
 from interop_runner.analysis.views.buffers import buffer_sweep
+from interop_runner.analysis.views.flows import (
+    flow_fairness_figure,
+    flow_fairness_frame,
+    flow_fairness_sweep,
+    flow_fairness_table,
+    flow_quic_vs_tcp,
+    flow_quic_vs_tcp_figure,
+    flow_quic_vs_tcp_frame,
+    flow_share_figure,
+    flow_share_frame,
+    flow_share_matrix,
+    flow_timeline,
+    flow_timeline_figure,
+    flow_timeline_frame,
+)
 from interop_runner.analysis.views.hardware import hardware, host_facts
 from interop_runner.analysis.views.history import history_series
 from interop_runner.analysis.views.overview import bottlenecks, interop_heatmap
@@ -43,7 +63,11 @@ from interop_runner.analysis.views.pinning import pinning
 from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
-__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "goodput_over_time",
+__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "flow_fairness_figure",
+           "flow_fairness_frame", "flow_fairness_sweep", "flow_fairness_table",
+           "flow_quic_vs_tcp", "flow_quic_vs_tcp_figure", "flow_quic_vs_tcp_frame",
+           "flow_share_figure", "flow_share_frame", "flow_share_matrix", "flow_timeline",
+           "flow_timeline_figure", "flow_timeline_frame", "goodput_over_time",
            "hardware", "history_series", "host_facts", "interop_heatmap", "offloads",
            "path_buffer_figure", "path_buffer_frame", "path_buffer_sweep",
            "path_calibration_frame", "path_counters_frame", "perf_categories", "pinning"]
