@@ -35,6 +35,7 @@ from interop_runner.analysis.frame import (
 )
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
 from interop_runner.analysis.path_columns import path_values
+from interop_runner.config.sweep import slug
 from interop_runner.errors import StoreError
 from interop_runner.monitors import declared_columns
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
@@ -373,10 +374,12 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
 
 
 def _with_axes(frame: pd.DataFrame) -> pd.DataFrame:
-    """One column ``axis_<name>`` per sweep axis (values as the config gave them)."""
+    """One column ``axis_<name>`` per sweep axis (values as the config gave them; a list or
+    mapping, such as a set of flows, as its directory name: ``quiche-quiche-cubic+cubic``)."""
     if "axes" not in frame.columns or not frame["axes"].notna().any():
         return frame
-    values = [json.loads(a) if isinstance(a, str) else {} for a in frame["axes"]]
+    values = [{k: slug(v) if isinstance(v, (list, dict)) else v for k, v in json.loads(a).items()}
+              if isinstance(a, str) else {} for a in frame["axes"]]
     axes = pd.DataFrame(values, index=frame.index).add_prefix("axis_")
     return pd.concat([frame, axes.convert_dtypes()], axis=1)
 

@@ -246,10 +246,30 @@ def flow_share_matrix(source: Source) -> tuple[pd.DataFrame, Figure]:
 
 # ---------------------------------------------------------------- QUIC against TCP
 
-def flow_quic_vs_tcp_frame(source: Source, metric: str = "share") -> pd.DataFrame:
-    """:func:`~.flows.quic_vs_tcp` of the per-flow frame (or of campaign paths) on
-    ``metric``, per flow set and path condition (variant)."""
-    return quic_vs_tcp(_flow_results(source), metric)
+def path_conditions(flows: pd.DataFrame) -> list[str]:
+    """The columns that name a path condition: the swept axes other than the one that
+    chooses the set of flows (its values and the flow sets go one to one), else the
+    flow set and variant."""
+    axes = [c for c in flows.columns if c.startswith("axis_") and flows[c].nunique() > 1]
+    sets = [c for c in axes if "flow_set" in flows.columns
+            and flows.groupby(c, dropna=False)["flow_set"].nunique().max() == 1
+            and flows[c].nunique() == flows["flow_set"].nunique()]
+    conditions = [c for c in axes if c not in sets]
+    return conditions if conditions or sets else ["flow_set", "variant"]
+
+
+def flow_quic_vs_tcp_frame(source: Source, metric: str | None = None) -> pd.DataFrame:
+    """:func:`~.flows.quic_vs_tcp` of the per-flow frame (or of campaign paths) per path
+    condition (:func:`path_conditions`) on ``metric``: by default the bandwidth share when
+    flows compete, the goodput when each attempt is one flow (QUIC and TCP measured
+    alone, interleaved, as paper 004 does)."""
+    flows = _flow_results(source)
+    alone = flows.empty or flows.groupby(["path"])["flow"].count().max() == 1
+    metric = metric or ("goodput_mbps" if alone else "share")
+    by = path_conditions(flows)
+    # flows that compete are compared with the TCP flows they competed with (their set's)
+    by = by if alone or "flow_set" in by else ["flow_set", *by]
+    return quic_vs_tcp(flows, metric, by=by)
 
 
 def flow_quic_vs_tcp_figure(table: pd.DataFrame) -> Figure:
@@ -258,8 +278,11 @@ def flow_quic_vs_tcp_figure(table: pd.DataFrame) -> Figure:
     with its significance mark and Hedges' g."""
     if table.empty:
         return no_data("QUIC and TCP flows in one cell", WELCH_TITLE)
-    table = table.assign(condition=[f"{s} {v or ''}".strip() for s, v in
-                                    zip(table["flow_set"], table["variant"])])
+    by = [c for c in table.columns[:list(table.columns).index("group")]]
+    table = table.assign(condition=[", ".join(f"{c.removeprefix('axis_')}={v}" if
+                                              c.startswith("axis_") else str(v or "")
+                                              for c, v in zip(by, values)).strip(", ")
+                                    for values in table[by].itertuples(index=False)])
     matrix = table.pivot_table(index="condition", columns="group", values="difference",
                                aggfunc="first", sort=True).astype(float)
     fig, (ax,) = figure(size=(1.8 * len(matrix.columns) + 3.0, 0.8 * len(matrix) + 2.0))
