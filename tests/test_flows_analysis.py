@@ -350,6 +350,14 @@ def test_share_summary_with_intervals(flow_results: pd.DataFrame) -> None:
         assert (row.mean_ci_low, row.mean_ci_high) == pytest.approx((low, high))
 
 
+def test_a_campaign_without_a_sweep_has_its_intervals(flow_results: pd.DataFrame) -> None:
+    """No sweep: the variant is missing, and the cell must still find its interval."""
+    one = flow_results[flow_results["variant"] == "rate=10mbit"].assign(variant=pd.NA)
+    table = flow_share_summary(one).set_index("label")
+    assert len(table) == 3 and table["mean_ci_low"].notna().all(), table
+    assert (table["share_basis"] == "series").all()
+
+
 def test_fairness_summary(sample: Path) -> None:
     frame = load_results(sample)
     table = fairness_summary(frame)

@@ -160,9 +160,9 @@ def _with_mean_ci(table: pd.DataFrame, frame: pd.DataFrame, keys: list[str], val
                   confidence: float) -> pd.DataFrame:
     """``mean_ci_low``/``mean_ci_high`` (t interval of the mean) beside cell_stats' rows."""
     ok = frame[ok_mask(frame, value)]
-    intervals = {key if isinstance(key, tuple) else (key,): mean_ci(group[value], confidence)
+    intervals = {_cell(key): mean_ci(group[value], confidence)
                  for key, group in ok.groupby(keys, sort=False, dropna=False)}
-    bounds = [intervals.get(tuple(row), (math.nan, math.nan))
+    bounds = [intervals.get(_cell(row), (math.nan, math.nan))
               for row in table[keys].itertuples(index=False, name=None)]
     return table.assign(mean_ci_low=[b[0] for b in bounds], mean_ci_high=[b[1] for b in bounds])
 
@@ -178,11 +178,19 @@ def flow_share_summary(flow_results: pd.DataFrame, by: Sequence[str] = ("flow_se
     if table.empty:
         return table.assign(mean_ci_low=[], mean_ci_high=[], share_basis=[])
     table = _with_mean_ci(table, flow_results, keys, value, confidence)
-    basis = {key if isinstance(key, tuple) else (key,): _one_basis(group["share_basis"])
+    basis = {_cell(key): _one_basis(group["share_basis"])
              for key, group in flow_results.groupby(keys, sort=False, dropna=False)}
     cells = table[keys].itertuples(index=False, name=None)
-    return table.assign(share_basis=pd.array([basis.get(tuple(c)) for c in cells],
+    return table.assign(share_basis=pd.array([basis.get(_cell(c)) for c in cells],
                                              dtype="string"))
+
+
+def _cell(key: Any) -> tuple[Any, ...]:
+    """A cell's key as a tuple whose missing values compare equal (a campaign without a
+    sweep has no variant: NaN, and NaN != NaN would lose its cell)."""
+    values = key if isinstance(key, tuple) else (key,)
+    return tuple(None if v is None or (not isinstance(v, str) and pd.isna(v)) else v
+                 for v in values)
 
 
 def _one_basis(values: "pd.Series[Any]") -> str:
