@@ -256,10 +256,23 @@ def _packets(cap: _Capture, window: int) -> tuple[pd.DataFrame, np.ndarray, list
     end = ip["l4"] + np.minimum(ip["size"] - (ip["l4"] - ip["net"]),
                                 window - (ip["l4"] - ip["net"]))
     end = np.clip(np.minimum(end, frame_end[keep]), ip["l4"], None)
-    raw = cap.raw
+    raw = _without_checksums(data, ip, end)
     keys = [raw[a:b] for a, b in zip(ip["l4"].tolist(), end.tolist())]
     frame = pd.DataFrame({"size": ip["size"], "ts": cap.time_ns[keep]})
     return frame, _addresses(data, ip), keys
+
+
+def _without_checksums(data: np.ndarray, ip: dict[str, np.ndarray], end: np.ndarray) -> bytes:
+    """The capture's bytes with the TCP and UDP checksums of the kept packets zeroed: a
+    packet a delay line on NFQUEUE handled leaves with the checksum the kernel completed for
+    it (the sender's veth left it partial, offloaded), so the checksum is no part of a
+    packet's identity. ``data`` is changed (it is the padded copy of the capture)."""
+    offset = np.where(ip["proto"] == 6, 16, np.where(ip["proto"] == 17, 6, -1))
+    at = ip["l4"] + offset
+    has = (offset >= 0) & ip["first"] & (at + 2 <= end)
+    data[at[has]] = 0
+    data[at[has] + 1] = 0
+    return data.tobytes()
 
 
 def _flow_name(row: bytes) -> tuple[str, str]:

@@ -42,7 +42,7 @@ __all__ = ["FLOW_SERIES_COLUMNS", "SERIES_FILE", "SeriesOptions", "attempt_flow_
 #: The cache file in an attempt directory.
 SERIES_FILE = "flows.parquet"
 #: Bump when the series or its metadata change: older caches are rewritten.
-SERIES_FORMAT = 1
+SERIES_FORMAT = 2  # 2: packets matched without their transport checksums
 RTT_BINS = 10  # a bin is this many base RTTs by default
 MIN_BIN_MS = 100.0  # below this a bin holds too few packets to say anything
 UNKNOWN_RTT_BIN_MS = 500.0
