@@ -103,8 +103,8 @@ def test_refused_flows(kwargs: dict[str, object], message: str) -> None:
      "flows[0].link: link 0 needs a path with two links (path.links)"),
     ("flows: [{tcp: cubic}]\n", "flows[0]: a tcp flow needs a size or a duration"),
     ("flows: []\nduration: 1s\n", "`flows` is empty"),
-    ("flows: [{tcp: cubic}]\nduration: 1s\npairs: [{server: quic-go, client: quic-go}]\n",
-     "`flows` replaces `pairs`"),
+    ("flows: [{tcp: cubic}]\nduration: 1s\nservers: [quic-go]\n",
+     "give `servers` and `clients` together"),
     ("duration: 1s\nflows: [" + ", ".join(["{tcp: cubic}"] * 33) + "]\n",
      "33 flows: at most 32 per attempt"),
     ("port: 65530\nduration: 1s\nflows: [" + ", ".join(["{tcp: cubic}"] * 8) + "]\n",
@@ -161,6 +161,24 @@ sweep:
     assert by_set["quic-go-reno"].scheduled_s == 11.0
     assert by_set["quic-go-reno"].variant.id == "set=quic-go-quic-go-reno"
     assert slug([{"tcp": "cubic"}, {"tcp": "bbr"}]) == "cubic+bbr"
+
+
+def test_pairs_beside_flows_are_planned_together(tmp_path: Path) -> None:
+    """Pairs measured one per attempt and a set of flows in the same campaign (without a
+    sweep the order is sequential, as for pairs alone)."""
+    cfg = load(tmp_path, """duration: 5s
+repetitions: 3
+pairs: [{server: quic-go, client: quic-go}, {server: quiche, client: quiche}]
+flows: [{server: quic-go, client: quic-go, congestion_control: reno}, {tcp: reno}]
+""")
+    runs = plan_runs(cfg, seed=3)
+    assert len(runs) == 9
+    assert sorted(r.repetition for r in runs) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert {(r.server, r.client) for r in runs} == {
+        ("quic-go", "quic-go"), ("quiche", "quiche"), ("flows", "quic-go-reno+tcp-reno")}
+    assert {(p.server, p.client) for p in cfg.pair_list()} == {("quic-go", "quic-go"),
+                                                               ("quiche", "quiche")}
+    assert [r.scheduled_s for r in runs if r.server != "flows"] == [None] * 6
 
 
 def test_a_pair_flow_without_duration_is_not_scheduled(tmp_path: Path) -> None:

@@ -341,24 +341,24 @@ class CampaignConfig(_Strict):
     @model_validator(mode="after")
     def _has_pairs(self) -> "CampaignConfig":
         if self.flows is not None:
-            return self._has_flows()
-        if self.pairs is None and (not self.servers or not self.clients):
+            self._has_flows()
+        elif self.pairs is None and (not self.servers or not self.clients):
             raise ValueError("give `servers` and `clients`, or `pairs` (or `flows`)")
         if self.pairs is not None and (self.servers or self.clients):
             # both would silently drop one of them: the user meant one
             both = "`servers`" if self.servers else "`clients`"
             raise ValueError(f"`pairs` and {both} are both given: give `pairs`, or "
                              "`servers` and `clients` (their cross product), not both")
+        if bool(self.servers) != bool(self.clients):
+            raise ValueError("give `servers` and `clients` together (their cross product)")
         _refuse_repeated(self)
         if (self.testbed is None) == (not self.testbeds):
             raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
         return self
 
-    def _has_flows(self) -> "CampaignConfig":
-        """``flows`` replaces ``pairs``/``servers``/``clients``; one port per flow."""
+    def _has_flows(self) -> None:
+        """At least one flow, one port per flow, a duration or size for TCP flows."""
         assert self.flows is not None
-        if self.pairs is not None or self.servers or self.clients:
-            raise ValueError("`flows` replaces `pairs`, `servers` and `clients`: give one")
         if not self.flows:
             raise ValueError("`flows` is empty")
         if len(self.flows) > MAX_FLOWS:
@@ -372,9 +372,6 @@ class CampaignConfig(_Strict):
                     and self.duration is None:
                 raise ValueError(f"flows[{i}]: a tcp flow needs a size or a duration (or the "
                                  "campaign's `duration`)")
-        if (self.testbed is None) == (not self.testbeds):
-            raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
-        return self
 
     def flow_set(self) -> FlowSet | None:
         """The attempt's flows (None: a campaign of pairs)."""
@@ -385,14 +382,16 @@ class CampaignConfig(_Strict):
         return [self.testbed] if self.testbed is not None else list(self.testbeds)
 
     def written_pairs(self) -> list[Pair]:
-        """The pairs as written: ``pairs`` if given, else servers x clients (a campaign of
-        flows: the distinct pairs of its implementation flows)."""
-        if self.flows is not None:
-            seen = {(f.server, f.client): None for f in self.flows if f.kind == "quic"}
-            return [Pair(server=str(s), client=str(c)) for s, c in seen]
+        """The pairs measured one per attempt, as written: ``pairs`` if given, else servers
+        x clients (none in a campaign of flows only)."""
         if self.pairs is not None:
             return list(self.pairs)
         return [Pair(server=s, client=c) for s in self.servers for c in self.clients]
+
+    def flow_pairs(self) -> list[Pair]:
+        """The distinct implementation pairs of ``flows``, as written."""
+        seen = {(f.server, f.client): None for f in self.flows or [] if f.kind == "quic"}
+        return [Pair(server=str(s), client=str(c)) for s, c in seen]
 
     def substitute(self, pair: Pair) -> Pair:
         """The pair with ``impl`` substitutions applied (what actually runs)."""
@@ -400,8 +399,9 @@ class CampaignConfig(_Strict):
                     client=self.impl.get(pair.client, pair.client))
 
     def pair_list(self) -> list[Pair]:
-        """The pairs to measure, after ``impl`` substitutions."""
-        return [self.substitute(p) for p in self.written_pairs()]
+        """Every pair that runs (those of ``flows`` too), after ``impl`` substitutions."""
+        pairs = [self.substitute(p) for p in self.written_pairs() + self.flow_pairs()]
+        return list({(p.server, p.client): p for p in pairs}.values())
 
     def side_knobs(self, role: str) -> Knobs:
         """The knobs of one node: ``knobs`` overridden by ``<role>_knobs``."""
@@ -634,7 +634,8 @@ class _ImplementationCheck:
         cfg = self.cfg
         for written, name in cfg.impl.items():
             self.name(f"impl.{written}", name, "server" if any(
-                p.server == written for p in cfg.written_pairs()) else "client")
+                p.server == written for p in cfg.written_pairs() + cfg.flow_pairs())
+                else "client")
         for i, name in enumerate(cfg.servers):
             self.name(f"servers[{i}]", name, "server")
         for i, name in enumerate(cfg.clients):

@@ -20,7 +20,7 @@ from interop_runner.config.implementations import ImplementationMeta, load_regis
 from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork
-from interop_runner.measure.flow_plan import FLOWS, first_pair, flow_pins, plan_flows
+from interop_runner.measure.flow_plan import first_pair, flow_pins, plan_flows
 from interop_runner.measure.flows import KERNEL_TCP, FlowsAttempt
 from interop_runner.measure.hooks import CampaignHooks, OnRecord, Progress
 from interop_runner.measure.outcome import (
@@ -37,6 +37,7 @@ from interop_runner.measure.path_session import (
     routed,
 )
 from interop_runner.measure.plan import (
+    FLOWS,
     CampaignPlan,
     PlannedRun,
     build_plan,
@@ -367,8 +368,8 @@ class Campaign:
             write_run(out.parent / f"attempt-{orphan}", lost)
         # the path first: a calibration that stops the campaign leaves no empty attempt
         vcfg = run.cfg or cfg
-        path_run = self._paths.activate(vcfg.path, pins=flow_pins(vcfg, self.port)) \
-            if self._paths else None
+        pins = flow_pins(vcfg, self.port) if run.server == FLOWS else None  # pairs: none
+        path_run = self._paths.activate(vcfg.path, pins=pins) if self._paths else None
         out.mkdir(parents=True)
         record, attempt_run = self._attempt(run, plan, server, client, prepared, out)
         if self._paths is not None and path_run is not None:

@@ -13,7 +13,6 @@ from interop_runner.measure.attempt import AttemptPlan
 from interop_runner.measure.flows import KERNEL_TCP, FlowPlan
 from interop_runner.measure.side import ImplKey, SidePlan
 
-FLOWS = "flows"  # the server name of a flows campaign's runs (directories flows_<set>)
 SidePlanFor = Callable[[ImplKey, CampaignConfig], SidePlan]
 
 

@@ -12,13 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from interop_runner.config.campaign import CampaignConfig, variant_configs
-from interop_runner.config.implementations import common_alpn, load_registry, resolve
+from interop_runner.config.campaign import CampaignConfig, Pair, variant_configs
+from interop_runner.config.implementations import (
+    ImplementationMeta,
+    common_alpn,
+    load_registry,
+    resolve,
+)
 from interop_runner.config.sweep import Variant, order_runs, slug
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import CampaignRecord, load_campaign_record, plain
 from interop_runner.storage.layout import repetition_dir
 from interop_runner.storage.run_record import stored_attempts
+
+FLOWS = "flows"  # the server name of the runs of a set of flows (directories flows_<set>)
 
 
 @dataclass
@@ -38,7 +45,7 @@ class PlannedRun:
     def scheduled_s(self) -> float | None:
         """A run of flows that all have durations: how long its flows last (their last
         start plus duration, and the one second their common start lies ahead); else None."""
-        if self.cfg is None or not self.cfg.flows:
+        if self.server != FLOWS or self.cfg is None or not self.cfg.flows:
             return None
         flows, default = self.cfg.flows, self.cfg.duration
         ends = [f.start + d for f in flows
@@ -80,38 +87,38 @@ def plan_runs(cfg: CampaignConfig, seed: int | None = None,
         configs = [(Variant(",".join(x for x in (f"testbed={slug(t)}", v.id) if x),
                             (("testbed", t), *v.values)), vcfg)
                    for t in testbeds for v, vcfg in configs]
-    if cfg.flows is not None:
-        return _plan_flow_runs(cfg, configs, order, seed)
-    units = [(variant, vcfg, pair) for pair in cfg.written_pairs()
-             for variant, vcfg in configs]
-    runs = []
-    for rep, (variant, vcfg, written) in order_runs(units, cfg.repetitions, order, seed,
-                                                    group=lambda u: (u[2].server, u[2].client)):
-        pair = vcfg.substitute(written)
-        alpn = common_alpn(resolve(pair.server, registry, vcfg.implementations),
-                           resolve(pair.client, registry, vcfg.implementations))
-        runs.append(PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
-                               cell=(written.server, written.client)))
-    return runs
+    # a campaign's pairs (one per attempt) and its set of flows (None) side by side
+    units: list[tuple[Variant, CampaignConfig, Pair | None]] = [
+        (variant, vcfg, pair) for pair in [*cfg.written_pairs(), *([None] if cfg.flows else [])]
+        for variant, vcfg in configs]
+    return [_pair_run(rep, variant, vcfg, written, registry) if written is not None
+            else _flows_run(rep, variant, vcfg, registry)
+            for rep, (variant, vcfg, written) in order_runs(
+                units, cfg.repetitions, order, seed,
+                group=lambda u: (u[2].server, u[2].client) if u[2] else (FLOWS, ""))]
 
 
-def _plan_flow_runs(cfg: CampaignConfig, configs: list[tuple[Variant, CampaignConfig]],
-                    order: str, seed: int) -> list[PlannedRun]:
-    """A campaign of flows: one run per variant and repetition, named ``flows_<set>``."""
-    registry = load_registry()
-    runs = []
-    for rep, (variant, vcfg) in order_runs(configs, cfg.repetitions, order, seed,
-                                           group=lambda u: ("flows", "")):
-        flows = vcfg.flow_set()
-        assert flows is not None
-        label = flows.set_label(vcfg.params)
-        pairs = [f for f in flows.flows if f.server is not None and f.client is not None]
-        alpn = "tcp" if not pairs else common_alpn(
-            resolve(str(pairs[0].server), registry, vcfg.implementations),
-            resolve(str(pairs[0].client), registry, vcfg.implementations))
-        runs.append(PlannedRun("flows", label, rep, alpn or "", variant, vcfg,
-                               cell=("flows", label)))
-    return runs
+def _pair_run(rep: int, variant: Variant, vcfg: CampaignConfig, written: Pair,
+              registry: dict[str, ImplementationMeta]) -> PlannedRun:
+    """One attempt of one pair."""
+    pair = vcfg.substitute(written)
+    alpn = common_alpn(resolve(pair.server, registry, vcfg.implementations),
+                       resolve(pair.client, registry, vcfg.implementations))
+    return PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
+                      cell=(written.server, written.client))
+
+
+def _flows_run(rep: int, variant: Variant, vcfg: CampaignConfig,
+               registry: dict[str, ImplementationMeta]) -> PlannedRun:
+    """One attempt of the variant's flows, named ``flows_<set>``."""
+    flows = vcfg.flow_set()
+    assert flows is not None
+    label = flows.set_label(vcfg.params)
+    pairs = vcfg.flow_pairs()
+    alpn = "tcp" if not pairs else common_alpn(
+        resolve(vcfg.substitute(pairs[0]).server, registry, vcfg.implementations),
+        resolve(vcfg.substitute(pairs[0]).client, registry, vcfg.implementations))
+    return PlannedRun(FLOWS, label, rep, alpn or "", variant, vcfg, cell=(FLOWS, label))
 
 
 def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun]) -> set[str]:
