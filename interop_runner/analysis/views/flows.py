@@ -248,14 +248,14 @@ def flow_share_matrix(source: Source) -> tuple[pd.DataFrame, Figure]:
 
 def path_conditions(flows: pd.DataFrame) -> list[str]:
     """The columns that name a path condition: the swept axes other than the one that
-    chooses the set of flows (its values and the flow sets go one to one), else the
-    flow set and variant."""
+    chooses the set of flows (its values and the flow sets go one to one); without a sweep,
+    the variant; none when only the set of flows is swept."""
     axes = [c for c in flows.columns if c.startswith("axis_") and flows[c].nunique() > 1]
     sets = [c for c in axes if "flow_set" in flows.columns
             and flows.groupby(c, dropna=False)["flow_set"].nunique().max() == 1
             and flows[c].nunique() == flows["flow_set"].nunique()]
     conditions = [c for c in axes if c not in sets]
-    return conditions if conditions or sets else ["flow_set", "variant"]
+    return conditions if conditions or sets else ["variant"]
 
 
 def flow_quic_vs_tcp_frame(source: Source, metric: str | None = None) -> pd.DataFrame:
@@ -266,9 +266,9 @@ def flow_quic_vs_tcp_frame(source: Source, metric: str | None = None) -> pd.Data
     flows = _flow_results(source)
     alone = flows.empty or flows.groupby(["path"])["flow"].count().max() == 1
     metric = metric or ("goodput_mbps" if alone else "share")
-    by = path_conditions(flows)
-    # flows that compete are compared with the TCP flows they competed with (their set's)
-    by = by if alone or "flow_set" in by else ["flow_set", *by]
+    # flows that compete are compared with the TCP flows they competed with (their set's);
+    # flows measured alone with the TCP flows of the same path condition
+    by = [*([] if alone else ["flow_set"]), *path_conditions(flows)] or ["campaign"]
     return quic_vs_tcp(flows, metric, by=by)
 
 
