@@ -159,3 +159,14 @@ def test_axis_values_as_numbers_and_their_order():
     assert axis_order(["16x", "1x", None, "2x", "1x"]) == ["1x", "2x", "16x"]
     assert axis_order(["4MiB", 1048576]) == [1048576, "4MiB"]
     assert axis_order(["udp-only", "all-on", "off"]) == ["all-on", "off", "udp-only"]
+
+
+def test_path_values_order_as_numbers():
+    """A path's swept values: split ratios by the first link's share, BDP multiples, rates
+    and times in their units (a sweep of path.split.ratio once plotted 1:1 before 1:9)."""
+    assert axis_order(["1:1", "1:9", "3:7", "7:3", "9:1"]) == ["1:9", "3:7", "1:1", "7:3",
+                                                               "9:1"]
+    assert axis_number("1:3") == 0.25 and math.isnan(axis_number("0:0"))
+    assert axis_order(["5bdp", "0.5bdp", "1bdp"]) == ["0.5bdp", "1bdp", "5bdp"]
+    assert axis_order(["1s", "50ms", "10ms"]) == ["10ms", "50ms", "1s"]
+    assert axis_order(["1gbit", "100mbit", "20mbit"]) == ["20mbit", "100mbit", "1gbit"]

@@ -11,11 +11,13 @@ attempts with a value enter the statistics; attempts that did not succeed are co
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from interop_runner.config.path import parse_ms, parse_rate
 from interop_runner.units import parse_size
 
 TUKEY_K = 1.5
@@ -180,22 +182,32 @@ def cell_stats(frame: pd.DataFrame, by: Sequence[str], value: str = "goodput_mbp
     return out
 
 
+_RATIO = re.compile(r"^(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)$")
+
+
 def axis_number(value: Any) -> float:
     """A sweep value as a number for ordering and plotting: numbers as they are, multiples
-    like ``"16x"`` as 16, sizes like ``"4MiB"`` in bytes, anything else NaN."""
+    like ``"16x"`` or ``"0.5bdp"`` as 16 or 0.5, split ratios ``"1:9"`` as the first part's
+    share (0.1), sizes like ``"4MiB"`` in bytes, rates like ``"20mbit"`` in bit/s, times
+    like ``"50ms"`` in ms, anything else NaN."""
     if value is None or value is pd.NA or isinstance(value, bool):
         return math.nan
     if isinstance(value, (int, float, np.integer, np.floating)):
         return float(value)
-    text = str(value).strip()
-    try:
-        return float(text[:-1]) if text.lower().endswith("x") else float(text)
-    except ValueError:
-        pass
-    try:
-        return float(parse_size(text))
-    except ValueError:
-        return math.nan
+    text = str(value).strip().lower()
+    for suffix in ("x", "bdp"):
+        if text.endswith(suffix):
+            text = text.removesuffix(suffix)
+            break
+    ratio = _RATIO.match(text)
+    if ratio and float(ratio[1]) + float(ratio[2]) > 0:
+        return float(ratio[1]) / (float(ratio[1]) + float(ratio[2]))
+    for parse in (float, parse_size, parse_rate, parse_ms):
+        try:
+            return float(parse(text))
+        except ValueError:
+            pass
+    return math.nan
 
 
 def axis_order(values: Iterable[Any]) -> list[Any]:
