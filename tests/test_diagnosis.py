@@ -53,6 +53,11 @@ PATH = {**BASE, "goodput_mbps": 18.0, "path_rate_mbps": 20.0, "duration_s": 10.0
     # a loaded host: CPU, not the path, held the flows back, and it is named
     ({"goodput_mbps": 12.0, "client_max_core_busy_pct": 97.0}, "client_cpu", "a core was 97 %"),
     ({"goodput_mbps": 12.0, "delayline_cpu_s": 9.5}, "delay_line_cpu", "used 95 % of a core"),
+    # kernel TCP flows only: no process CPU, yet a saturated core is named
+    ({"goodput_mbps": 12.0, "server_cpu_pct": None, "client_cpu_pct": None,
+      "client_max_core_busy_pct": 100.0}, "client_cpu", "the client node's"),
+    ({"goodput_mbps": 12.0, "server_cpu_pct": None, "client_cpu_pct": None,
+      "server_cores_busy_pct": 90.0}, "server_cpu", "all cores 90 % busy"),
     # the path's rate reached: the path was the bottleneck, whatever else was busy
     ({"server_cpu_pct": 99.0, "delayline_cpu_s": 9.5}, "path_rate", "path's 20 Mbit/s"),
 ])

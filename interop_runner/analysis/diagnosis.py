@@ -66,29 +66,40 @@ def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
                 received is None or drops >= DROP_SHARE * (received + drops)):
             share = f" ({drops / (received + drops):.2%})" if received is not None else ""
             return "receive_buffer_drops", f"{role} dropped {drops:.0f} datagrams{share}"
+    cpu = _cpu_rules(row)
+    if cpu is not None:
+        return cpu
+    if _num(row, "path_rate_mbps") is not None:
+        return "undetermined", ("below the path's rate with no host limit seen: the flows' "
+                                "congestion control, loss or windows")
+    return "undetermined", "no rule fired (or the data was not collected)"
+
+
+def _cpu_rules(row: Mapping[Any, Any]) -> tuple[str, str] | None:
+    """The busier process at a core, or a saturated core or node. Without either process's
+    CPU (kernel TCP flows of an attempt of several have none) the side whose node had the
+    busier core is named."""
     server, client = _num(row, "server_cpu_pct"), _num(row, "client_cpu_pct")
+    cores_of = {role: (_num(row, f"{role}_max_core_busy_pct"),
+                       _num(row, f"{role}_cores_busy_pct")) for role in ("server", "client")}
     if server is not None or client is not None:
         side, pct = max((("server", server), ("client", client)),
                         key=lambda item: -1.0 if item[1] is None else item[1])
         assert pct is not None
         if pct >= CPU_BUSY_PCT:
             return f"{side}_cpu", f"{side} process used {pct:.0f} % of a core"
-        core = max((c for c in (_num(row, "server_max_core_busy_pct"),
-                                _num(row, "client_max_core_busy_pct")) if c is not None),
-                   default=None)
-        cores = max((c for c in (_num(row, "server_cores_busy_pct"),
-                                 _num(row, "client_cores_busy_pct")) if c is not None),
-                    default=None)
-        if core is not None and core >= CORE_BUSY_PCT:
-            return f"{side}_cpu", (f"a core was {core:.0f} % busy; {side} is the busier "
-                                   f"process ({pct:.0f} % of a core)")
-        if cores is not None and cores >= CORES_BUSY_PCT:
-            return f"{side}_cpu", (f"all cores {cores:.0f} % busy; {side} is the busier "
-                                   f"process ({pct:.0f} % of a core)")
-    if _num(row, "path_rate_mbps") is not None:
-        return "undetermined", ("below the path's rate with no host limit seen: the flows' "
-                                "congestion control, loss or windows")
-    return "undetermined", "no rule fired (or the data was not collected)"
+        who = f"{side} is the busier process ({pct:.0f} % of a core)"
+    else:
+        side = max(("client", "server"), key=lambda role: max(
+            (v for v in cores_of[role] if v is not None), default=-1.0))
+        who = f"the {side} node's (no process CPU measured)"
+    core = max((c for c, _ in cores_of.values() if c is not None), default=None)
+    cores = max((c for _, c in cores_of.values() if c is not None), default=None)
+    if core is not None and core >= CORE_BUSY_PCT:
+        return f"{side}_cpu", f"a core was {core:.0f} % busy; {who}"
+    if cores is not None and cores >= CORES_BUSY_PCT:
+        return f"{side}_cpu", f"all cores {cores:.0f} % busy; {who}"
+    return None
 
 
 def _rate_rules(goodput: float | None, link: float | None, row: Mapping[Any, Any]
