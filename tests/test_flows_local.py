@@ -55,7 +55,9 @@ def test_a_pair_and_two_tcp_references_share_the_bottleneck(tmp_path, local_test
     assert quic["stopped_at_duration"] and quic["verified"] == "prefix"
     assert quic["bytes_received"] > 100_000 and quic["bytes_received"] % (4 << 20) != 0
     assert reno["verified"] == "iperf3" and reno["bytes_received"] > 100_000
-    assert sized["bytes_received"] == 2_000_000 and not sized["stopped_at_duration"]
+    # iperf3 -n sends whole 128 KiB blocks: at least the size, less than a block more
+    assert 2_000_000 <= sized["bytes_received"] < 2_000_000 + 131072
+    assert not sized["stopped_at_duration"]
     # the schedule: the reno flow started 1 s after the others, each ran about its duration
     assert (reno["start_ns"] - quic["start_ns"]) / 1e9 == pytest.approx(1.0, abs=0.2)
     assert (quic["end_ns"] - quic["start_ns"]) / 1e9 == pytest.approx(4.0, abs=0.3)

@@ -43,6 +43,7 @@ _SCHEDULED = (
     'else "$@" </dev/null >"$o" 2>"$e"; fi; rc=$?; f=$EPOCHREALTIME; '
     'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' "$s" "$f" "$rc"; times'
 )
+NOT_RUN = "not run: "  # the reason of a flow that did not run because another could not
 _TIMED_OUT = 124  # timeout(1)'s status when it stopped the command at the duration
 # $0 file, $1 hash command: "<size> <digest>" of the file, or "missing"
 _PARTIAL = 'if [ -f "$0" ]; then printf "%s " "$(stat -c %s -- "$0")"; "$1" <"$0"; ' \
@@ -138,7 +139,7 @@ class FlowsAttempt:
                 first = unsupported[0].label
                 for run in self._running:
                     run.record.status = "unsupported" if run.plan.unsupported else "failed"
-                    run.record.reason = run.plan.unsupported or f"not run: flow {first} " \
+                    run.record.reason = run.plan.unsupported or f"{NOT_RUN}flow {first} " \
                                                                 "cannot run"
             else:
                 self.server.run(["mkdir", "-p", self.logs["server"]])
@@ -180,7 +181,10 @@ class FlowsAttempt:
         attempt's span and bytes over all flows."""
         rec, flows = self.record, [r.record for r in self._running]
         if rec.reason is None:
-            bad = next((f for f in flows if f.status != "ok"), None)
+            # the flow that caused it, not one that was "not run" because of it
+            bad = next((f for f in flows if f.status != "ok" and not (f.reason or "")
+                        .startswith(NOT_RUN)), None) or next(
+                (f for f in flows if f.status != "ok"), None)
             if bad is None:
                 rec.status = "ok"
             else:
@@ -205,7 +209,7 @@ class FlowsAttempt:
             if not ok:
                 for other in self._running:
                     if other is not run:
-                        other.record.reason = f"not run: flow {run.plan.label} did not start"
+                        other.record.reason = f"{NOT_RUN}flow {run.plan.label} did not start"
                 return False
         return True
 
