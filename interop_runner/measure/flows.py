@@ -99,7 +99,6 @@ class _Running:
     env: tuple[dict[str, str], dict[str, str]] | None = None  # the pair's server, client
     server: Background | None = None  # the iperf3 server
     client: Background | None = None
-    started: bool = False  # its server listens
 
 
 @dataclass
@@ -205,7 +204,6 @@ class FlowsAttempt:
         does not come up."""
         for run in self._running:
             ok = self._start_pair(run) if run.plan.pair is not None else self._start_iperf(run)
-            run.started = ok
             if not ok:
                 for other in self._running:
                     if other is not run:
