@@ -924,10 +924,10 @@ def test_runner_sigkill_while_flows_transfer(tmp_path, reliability):
     cfg = flows_fault_config(tmp_path, "f-flows-kill")
     camp = kill_runner_mid_transfer(cfg, tmp_path, CLIENT_BIN)
     left = processes_left()
-    assert left >= 2, left  # at least both flows' clients (scheduled wrappers, iperf3, quic-go)
+    assert left >= 1, left  # at least the quic-go server (the clients end at their duration)
     ok = resume(cfg, camp)
     meta = json.loads((camp / "campaign.json").read_text())
-    assert meta["killed_leftovers"].get("client")
+    assert meta["killed_leftovers"].get("server")  # the journaled server process groups
     rec = the_record(camp, 2)
     assert rec["status"] == "failed" and "runner was killed" in rec["reason"]
     finish(reliability, FAULTS[20], "-", "the killed runner left the flows' processes on the "
