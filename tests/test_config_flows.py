@@ -185,3 +185,15 @@ def test_a_pair_flow_without_duration_is_not_scheduled(tmp_path: Path) -> None:
     cfg = load(tmp_path, "file_size: 10MB\nflows: [{server: quic-go, client: quic-go}]\n")
     (run, *_) = plan_runs(cfg, seed=1)
     assert run.scheduled_s is None
+
+
+def test_the_tools_flows_need_on_the_nodes(tmp_path: Path) -> None:
+    """Checked by the preflight with the others: a missing iperf3 is one line naming it."""
+    from interop_runner.measure.prepare import flow_tools
+
+    tcp = load(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n")
+    quic = load(tmp_path, "flows: [{server: quic-go, client: quic-go}]\n")
+    pairs = load(tmp_path, "pairs: [{server: quic-go, client: quic-go}]\n")
+    assert flow_tools(tcp) == ("timeout", "iperf3")
+    assert flow_tools(quic) == ("timeout",)
+    assert flow_tools(pairs) == ()

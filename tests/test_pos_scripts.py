@@ -186,8 +186,8 @@ def test_package_list_covers_what_the_runner_uses() -> None:
                        "mmdebstrap", "busybox-static",  # base images; the engine tests' image
                        "gcc", "libc6-dev", "python3-dev",  # the parsers' compiled loops
                        # the local testbed's path router (a namespace of the management host):
-                       # the delay line's build, calibration; not a server's or client's
-                       "iperf3", "libnetfilter-queue-dev"}
+                       # the delay line's build; not a server's or client's
+                       "libnetfilter-queue-dev"}
     for name in set(block.split()) - management_only:
         assert name in packages, f"{name} (install.sh) missing"
     # the tools the runner and the monitors call: the packages that provide them
@@ -198,9 +198,10 @@ def test_package_list_covers_what_the_runner_uses() -> None:
                 "setsid": "util-linux", "openssl": "openssl", "ps": "procps",
                 "find": "findutils", "ethtool": "ethtool", "grep": "grep", "nstat": "iproute2",
                 "tc": "iproute2", "mpstat": "sysstat", "pidstat": "sysstat", "pgrep": "procps",
-                "ifstat": "ifstat", "perf": "linux-perf", "zstd": "zstd", "tcpdump": "tcpdump"}
+                "ifstat": "ifstat", "perf": "linux-perf", "zstd": "zstd", "tcpdump": "tcpdump",
+                "timeout": "coreutils", "iperf3": "iperf3"}
     tools = set(REQUIRED_TOOLS) | set(HASH_COMMANDS.values()) | \
-        {t for spec in MONITOR_SPECS.values() for t in spec.tools}
+        {t for spec in MONITOR_SPECS.values() for t in spec.tools} | {"timeout", "iperf3"}
     for tool in tools:
         assert tool in provider, f"tool {tool!r}: add its Debian package to this test"
         assert provider[tool] in packages, f"{provider[tool]} (for {tool}) missing"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from interop_runner.config.campaign import CampaignConfig
+from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.implementations import ImplementationMeta, load_registry
 from interop_runner.errors import EngineError, SetupError
 from interop_runner.measure.monitor_session import NodeMonitors
@@ -68,6 +68,14 @@ class Prepared:
         return self.installed.get(key, Installed())
 
 
+def flow_tools(cfg: CampaignConfig) -> tuple[str, ...]:
+    """What a campaign's flows need on both nodes: timeout(1), which stops a flow at its
+    duration, and iperf3 for kernel TCP reference flows."""
+    flows = [f for _, vcfg in variant_configs(cfg) for f in vcfg.flows or []]
+    return (("timeout",) if flows else ()) + \
+        (("iperf3",) if any(f.kind == "tcp" for f in flows) else ())
+
+
 class Preparation:
     """Prepares the server and client node of one testbed for the campaign ``cfg``."""
 
@@ -82,7 +90,7 @@ class Preparation:
         generate the file, exchange the certificate, check the monitors; ``doc`` notes what
         each step found."""
         cfg = self.cfg
-        tools = (HASH_COMMANDS[cfg.verify_hash], HASH_COMMANDS[CACHE_CHECK])
+        tools = (HASH_COMMANDS[cfg.verify_hash], HASH_COMMANDS[CACHE_CHECK], *flow_tools(cfg))
         server.preflight(space_needed(server, cfg.file_size, cfg.file_cache), server.cfg.tmpdir,
                          tools)
         client.preflight(cfg.file_size + SPACE_MARGIN, client.cfg.tmpdir, tools)
