@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from interop_runner.config.flows import MAX_FLOWS, FlowConfig, FlowSet, parse_seconds
+from interop_runner.config.flows import MAX_FLOWS, FlowConfig, FlowSet, parse_duration
 from interop_runner.config.implementations import (
     ImplementationMeta,
     VariantSpec,
@@ -308,12 +308,7 @@ class CampaignConfig(_Strict):
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        seconds = parse_seconds(value)
-        if seconds <= 0:
-            raise ValueError("a duration must be positive")
-        return seconds
+        return parse_duration(value)
 
     @field_validator("name")
     @classmethod

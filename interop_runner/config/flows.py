@@ -32,6 +32,16 @@ def parse_seconds(value: Any) -> float:
     return parse_ms(value) / 1e3
 
 
+def parse_duration(value: Any) -> float | None:
+    """A positive duration in seconds (:func:`parse_seconds`), None for None."""
+    if value is None:
+        return None
+    seconds = parse_seconds(value)
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    return seconds
+
+
 class FlowConfig(BaseModel):
     """One flow of ``flows:``."""
 
@@ -58,12 +68,7 @@ class FlowConfig(BaseModel):
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        seconds = parse_seconds(value)
-        if seconds <= 0:
-            raise ValueError("a duration must be positive")
-        return seconds
+        return parse_duration(value)
 
     @field_validator("size", mode="before")
     @classmethod
@@ -108,6 +113,12 @@ class FlowConfig(BaseModel):
     def kind(self) -> FlowKind:
         """``quic`` (an implementation pair) or ``tcp`` (a kernel reference flow)."""
         return "tcp" if self.tcp is not None else "quic"
+
+    def runs_for(self, default: float | None) -> float | None:
+        """How long the flow runs: its duration, else (without a size) the campaign's
+        ``default``; None when it runs to the end of its size or file."""
+        return self.duration if self.duration is not None else (
+            default if self.size is None else None)
 
     def cc(self, params: StandardParams) -> str:
         """The congestion control the flow asks for."""

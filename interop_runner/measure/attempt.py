@@ -120,6 +120,19 @@ def _tail(text: str, n: int = 300) -> str:
     return lines[-1][:n] if lines else ""
 
 
+def exit_outcome(what: str, code: int, stderr: str) -> tuple[Status, str]:
+    """(status, reason) of a side that exited ``code``: 127 is unsupported, a shell's 128 +
+    signal number names the signal; the last line of ``stderr`` that explains it follows."""
+    if code == EXIT_UNSUPPORTED:
+        status: Status = "unsupported"
+        reason = f"{what} exited 127 (unsupported)"
+    else:
+        status, reason = "failed", f"{what} exited {code}"
+        if code > 128 and code - 128 in _SIGNALS:  # the shell's 128 + signal number
+            reason += f" (killed by {_SIGNALS[code - 128]})"
+    return status, reason + (f": {_tail(stderr)}" if _tail(stderr) else "")
+
+
 def new_record(plan: AttemptPlan, server: Node, client: Node) -> RunRecord:
     """The run.json of an attempt as far as it is known before it runs (the one place a
     :class:`RunRecord` is built): what was planned, both sides, the nodes' main host facts."""
@@ -143,6 +156,47 @@ def not_run_record(plan: AttemptPlan, server: Node, client: Node, status: Status
     record.status, record.reason = status, reason
     record.started_at = record.finished_at = utc_now()
     return record
+
+
+def record_failure(rec: RunRecord, exc: BaseException) -> BaseException | None:
+    """Record what ended an attempt (or an attempt of flows) early in ``rec``; the exception
+    that must stop the campaign after the record is stored (a lost node, Ctrl-C, a runner
+    bug), None when the campaign goes on."""
+    if isinstance(exc, KnobError):
+        rec.status, rec.reason = "failed", f"knob: {exc}"
+    elif isinstance(exc, CommandTimeout):
+        rec.status, rec.reason = "timeout", str(exc)
+    elif isinstance(exc, ExecutorError):  # a ConnectError (a node gone for good) stops it
+        rec.status, rec.reason = "failed", f"runner: {exc}"
+        return exc if isinstance(exc, ConnectError) else None
+    elif isinstance(exc, KeyboardInterrupt):
+        rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
+        rec.interrupted = True
+    else:  # a runner bug: record it, then let the campaign stop
+        rec.status, rec.reason = "failed", f"runner error: {exc!r}"
+    return None if isinstance(exc, (KnobError, CommandTimeout)) else exc
+
+
+def record_cleanup_failure(rec: RunRecord, exc: BaseException,
+                           abort: BaseException | None) -> BaseException | None:
+    """Record a failure of an attempt's cleanup (the record is kept whatever cleanup could
+    not do); the exception that must stop the campaign (``abort`` if there already is one)."""
+    if isinstance(exc, ExecutorError):
+        rec.warnings.append(f"cleanup incomplete: {exc}")
+        return abort or (exc if isinstance(exc, ConnectError) else None)
+    # Ctrl-C during post/cleanup: keep the record
+    if not rec.interrupted:
+        rec.status = "failed"
+        rec.reason = ("interrupted (Ctrl-C or SIGTERM) after the transfer, during cleanup; "
+                      f"the transfer itself: {rec.reason or 'ok'}")
+        rec.interrupted = True
+    return abort or exc
+
+
+def epoch_ns(epoch_us: str) -> int:
+    """Nanoseconds since the epoch of bash's ``$EPOCHREALTIME`` (``1.5``, or ``1,5`` in a
+    locale with a decimal comma; always six digits of microseconds)."""
+    return int(epoch_us.replace(".", "").replace(",", "")) * 1000
 
 
 def _seconds(times: str) -> float:
@@ -245,36 +299,13 @@ class Attempt:
                     self._script(self.client, p.client.meta, "pre", cenv) and \
                     self._start_server(senv):
                 self._measure(cenv)
-        except KnobError as exc:
-            rec.status, rec.reason = "failed", f"knob: {exc}"
-        except CommandTimeout as exc:
-            rec.status, rec.reason = "timeout", str(exc)
-        except ConnectError as exc:  # a node is gone for good: record, then stop the campaign
-            rec.status, rec.reason = "failed", f"runner: {exc}"
-            self.abort = exc
-        except ExecutorError as exc:
-            rec.status, rec.reason = "failed", f"runner: {exc}"
-        except KeyboardInterrupt as exc:
-            rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
-            rec.interrupted = True
-            self.abort = exc
-        except Exception as exc:  # a runner bug: record it, then let the campaign stop
-            rec.status, rec.reason = "failed", f"runner error: {exc!r}"
-            self.abort = exc
+        except (Exception, KeyboardInterrupt) as exc:
+            self.abort = record_failure(rec, exc)
         finally:
             try:
                 self._finish(senv, cenv)
-            except ExecutorError as exc:  # the record is kept whatever cleanup could not do
-                rec.warnings.append(f"cleanup incomplete: {exc}")
-                if isinstance(exc, ConnectError) and self.abort is None:
-                    self.abort = exc
-            except KeyboardInterrupt as exc:  # Ctrl-C during post/cleanup: keep the record
-                if not rec.interrupted:
-                    rec.status = "failed"
-                    rec.reason = ("interrupted (Ctrl-C or SIGTERM) after the transfer, during "
-                                  f"cleanup; the transfer itself: {rec.reason or 'ok'}")
-                    rec.interrupted = True
-                self.abort = self.abort or exc
+            except (ExecutorError, KeyboardInterrupt) as exc:
+                self.abort = record_cleanup_failure(rec, exc, self.abort)
         rec.finished_at = utc_now()
         if postprocess:
             self.postprocess()
@@ -331,15 +362,7 @@ class Attempt:
         return False
 
     def _fail_exit(self, what: str, code: int, stderr: str) -> None:
-        rec = self.record
-        if code == EXIT_UNSUPPORTED:
-            rec.status, rec.reason = "unsupported", f"{what} exited 127 (unsupported)"
-        else:
-            rec.status, rec.reason = "failed", f"{what} exited {code}"
-            if code > 128 and code - 128 in _SIGNALS:  # the shell's 128 + signal number
-                rec.reason += f" (killed by {_SIGNALS[code - 128]})"
-        if _tail(stderr):
-            rec.reason += f": {_tail(stderr)}"
+        self.record.status, self.record.reason = exit_outcome(what, code, stderr)
 
     def _start_server(self, env: dict[str, str]) -> bool:
         p, node = self.plan, self.server
@@ -440,8 +463,7 @@ class Attempt:
             return
         out = res.stdout.strip().splitlines()
         timing = json.loads(out[-3])
-        rec.start_ns = int(timing["start_us"].replace(".", "").replace(",", "")) * 1000
-        rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
+        rec.start_ns, rec.end_ns = epoch_ns(timing["start_us"]), epoch_ns(timing["end_us"])
         rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
         rec.client.exit_code = int(timing["exit_code"])
         rec.client.pid = int(timing["pid"])

@@ -41,9 +41,7 @@ def plan_flows(vcfg: CampaignConfig, base: AttemptPlan, port: int,
     plans = []
     for i, (flow, label) in enumerate(zip(flow_set.flows, labels)):
         cc = flow.cc(vcfg.params)
-        duration = flow.duration if flow.duration is not None else (
-            vcfg.duration if flow.size is None else None)
-        plan = FlowPlan(i, label, flow, port + i, cc, duration,
+        plan = FlowPlan(i, label, flow, port + i, cc, flow.runs_for(vcfg.duration),
                         flow.size if flow.kind == "tcp" else vcfg.file_size)
         if flow.server is not None and flow.client is not None:
             plan.pair, plan.unsupported = _pair_plan(vcfg, base, plan, side_plan)

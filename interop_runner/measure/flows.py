@@ -15,15 +15,24 @@ with the attempt (also on Ctrl-C: the clients are in the node's process journal)
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from interop_runner.config.flows import FlowConfig
 from interop_runner.config.implementations import ImplementationMeta
 from interop_runner.config.params import Supports
-from interop_runner.errors import ConnectError, ExecutorError, KnobError
-from interop_runner.measure.attempt import Attempt, AttemptPlan, _seconds, new_record
+from interop_runner.errors import ExecutorError
+from interop_runner.measure.attempt import (
+    Attempt,
+    AttemptPlan,
+    _seconds,
+    epoch_ns,
+    exit_outcome,
+    new_record,
+    record_cleanup_failure,
+    record_failure,
+)
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
@@ -145,22 +154,13 @@ class FlowsAttempt:
                 self.client.run(["mkdir", "-p", self.logs["client"]])
                 if self._start_servers():
                     self._measure()
-        except CommandTimeout as exc:
-            rec.status, rec.reason = "timeout", str(exc)
-        except ConnectError as exc:
-            rec.status, rec.reason = "failed", f"runner: {exc}"
-            self.abort = exc
-        except (ExecutorError, KnobError) as exc:
-            rec.status, rec.reason = "failed", f"runner: {exc}"
-        except KeyboardInterrupt as exc:
-            rec.status, rec.reason = "failed", "interrupted (Ctrl-C or SIGTERM)"
-            rec.interrupted = True
-            self.abort = exc
-        except Exception as exc:  # a runner bug: record it, then let the campaign stop
-            rec.status, rec.reason = "failed", f"runner error: {exc!r}"
-            self.abort = exc
+        except (Exception, KeyboardInterrupt) as exc:
+            self.abort = record_failure(rec, exc)
         finally:
-            self._finish()
+            try:
+                self._finish()
+            except (ExecutorError, KeyboardInterrupt) as exc:
+                self.abort = record_cleanup_failure(rec, exc, self.abort)
         self._conclude()
         rec.finished_at = utc_now()
         if postprocess:
@@ -198,6 +198,11 @@ class FlowsAttempt:
         if rec.status == "ok" and rec.duration_s and rec.bytes_received is not None:
             rec.goodput_mbps = goodput_mbps(rec.bytes_received, rec.duration_s)
 
+    def _tcp_logs(self, role: str, run: _Running) -> str:
+        """A kernel TCP flow's log directory on the ``role`` node (a pair flow's are its
+        Attempt's)."""
+        return f"{self.logs[role]}/{run.plan.directory}"
+
     # -- servers -------------------------------------------------------------------------------
     def _start_servers(self) -> bool:
         """Start every flow's server; False (the failing flow's record says why) when one
@@ -231,7 +236,7 @@ class FlowsAttempt:
         return ok
 
     def _start_iperf(self, run: _Running) -> bool:
-        logs, port = f"{self.logs['server']}/{run.plan.directory}", run.plan.port
+        logs, port = self._tcp_logs("server", run), run.plan.port
         # a leftover listener would make the readiness check lie and serve the client
         busy = self.server.run(["ss", "-H", "-ltn", f"sport = :{port}"]).stdout.strip()
         if busy:
@@ -300,7 +305,7 @@ class FlowsAttempt:
         if run.attempt is not None and run.env is not None:
             d = self.client.impl_dir(run.attempt.plan.client.meta.name)
             return [f"{d}/run-client"], run.attempt.client_logs, d, run.env[1]
-        logs = f"{self.logs['client']}/{run.plan.directory}"
+        logs = self._tcp_logs("client", run)
         self.client.run(["mkdir", "-p", logs])
         p = run.plan
         amount = ["-t", f"{p.duration_s:g}"] if p.duration_s else ["-n", str(p.size)]
@@ -335,8 +340,7 @@ class FlowsAttempt:
             rec.status, rec.reason = "failed", "the client's wrapper printed no outcome"
             return
         timing = json.loads(out[-3])
-        rec.start_ns = int(timing["start_us"].replace(".", "").replace(",", "")) * 1000
-        rec.end_ns = int(timing["end_us"].replace(".", "").replace(",", "")) * 1000
+        rec.start_ns, rec.end_ns = epoch_ns(timing["start_us"]), epoch_ns(timing["end_us"])
         code = int(timing["exit_code"])
         rec.stopped_at_duration = code == _TIMED_OUT and run.plan.duration_s is not None
         user, _, system = out[-1].partition(" ")
@@ -357,14 +361,12 @@ class FlowsAttempt:
 
     def _client_failed(self, run: _Running, code: int) -> None:
         logs = run.attempt.client_logs if run.attempt is not None else \
-            f"{self.logs['client']}/{run.plan.directory}"
+            self._tcp_logs("client", run)
         err = self.client.run(["sh", "-c", 'tail -c 2000 "$0"; tail -c 2000 "$1"',
                                f"{logs}/client.stderr.log", f"{logs}/client.stdout.log"],
                               check=False).stdout
-        lines = [ln for ln in err.splitlines() if ln.strip()]
         what = "client" if run.attempt is not None else "iperf3 client"
-        run.record.status = "unsupported" if code == 127 else "failed"
-        run.record.reason = f"{what} exited {code}" + (f": {lines[-1][:300]}" if lines else "")
+        run.record.status, run.record.reason = exit_outcome(what, code, err)
 
     def _verify_pair(self, run: _Running) -> None:
         """A complete download by its digest; one stopped at its duration as a prefix of the
@@ -399,8 +401,8 @@ class FlowsAttempt:
         """iperf3's own account: bytes received, and the congestion control the sender used
         (the server node's, -R)."""
         rec = run.record
-        text = self.client.run(["cat", f"{self.logs['client']}/{run.plan.directory}/"
-                                "client.stdout.log"], check=False).stdout
+        text = self.client.run(["cat", f"{self._tcp_logs('client', run)}/client.stdout.log"],
+                               check=False).stdout
         try:
             end = json.loads(text)["end"]
             rec.bytes_received = int(end["sum_received"]["bytes"])
@@ -447,8 +449,3 @@ class FlowsAttempt:
         if run.plan.index == 0:
             self.record.server = run.attempt.record.server
             self.record.client = run.attempt.record.client
-
-
-def flow_attempt_plan(base: AttemptPlan, flow: FlowPlan) -> AttemptPlan:
-    """The plan of one pair flow's own Attempt: its port, directory and parameters."""
-    return replace(base, port=flow.port, flow=flow.directory)

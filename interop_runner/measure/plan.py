@@ -48,9 +48,7 @@ class PlannedRun:
         if self.server != FLOWS or self.cfg is None or not self.cfg.flows:
             return None
         flows, default = self.cfg.flows, self.cfg.duration
-        ends = [f.start + d for f in flows
-                if (d := f.duration if f.duration is not None else
-                    (default if f.size is None else None)) is not None]
+        ends = [f.start + d for f in flows if (d := f.runs_for(default)) is not None]
         return 1.0 + max(ends) if len(ends) == len(flows) else None
 
     @property
