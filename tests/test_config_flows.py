@@ -134,6 +134,14 @@ def test_overrides(tmp_path: Path) -> None:
     assert (cfg.duration, cfg.repetitions) == (120.0, 7)
     assert cfg.path is not None and cfg.path.rate == 20_000_000
     assert apply_overrides({"a": {"b": 1}}, ["a.c=[1, 2]"], "x") == {"a": {"b": 1, "c": [1, 2]}}
+    # a number indexes a list; the caller's data is not changed
+    data = {"sweep": {"axes": [{"values": [1]}, {"values": [2, 3]}]}}
+    assert apply_overrides(data, ["sweep.axes.1.values=[9]"], "x")["sweep"]["axes"] == [
+        {"values": [1]}, {"values": [9]}]
+    assert data["sweep"]["axes"][1] == {"values": [2, 3]}
+    with pytest.raises(ConfigError, match=r"x: --set sweep.axes.2.values: sweep.axes has 2 "
+                                          r"items: no item '2'"):
+        apply_overrides(data, ["sweep.axes.2.values=[9]"], "x")
     (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration"])
     assert "--set 'duration': expected KEY=VALUE" in line
     (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration=0"])

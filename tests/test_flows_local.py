@@ -17,6 +17,7 @@ from interop_runner.storage.run_record import load_run, read_run
 
 from .conftest import TESTBED_FILE, campaign_dirs, write
 from .test_campaign import assert_nodes_clean, run_cli
+from .test_containers_local import our_containers, qir_cgroups
 
 PATH = "{rate: 20mbit, rtt: 10ms, buffer: 1bdp, calibrate: off, record_packets: true}"
 
@@ -116,6 +117,32 @@ def test_a_failing_flow_fails_the_attempt_and_nothing_stays(tmp_path, local_test
     assert record["reason"].startswith("flow tcp/reno: port 4481 is already in use on server")
     assert record["flows"][0]["status"] == "failed"  # its server started, never measured
     assert record["flows"][0]["reason"] == "not run: flow tcp/reno did not start"
+    assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_container_images_are_flows_on_their_own_ports(tmp_path, local_testbed):
+    """An image pair and a native server with an image client: each container on its flow's
+    port, the clients started at their times and stopped at the duration, verified as far as
+    they got; no container, cgroup or process stays."""
+    cfg = flows_config(tmp_path, "images", "[{server: quic-go-qir, client: quic-go-qir, "
+                       "congestion_control: reno}, {server: quic-go, client: quic-go-qir, "
+                       "congestion_control: reno, start: 1s}]",
+                       "duration: 4s\ntimeouts: {setup: 3000}")
+    attempt, record = run_flows(tmp_path, cfg)
+    assert record["status"] == "ok", record["reason"]
+    images, mixed = record["flows"]
+    for flow in (images, mixed):
+        assert flow["stopped_at_duration"] and flow["verified"] == "prefix", flow
+        assert flow["bytes_received"] > 100_000 and flow["client_cpu_s"] > 0
+        # the engine's times on the client node: the duration, give or take the stop
+        assert (flow["end_ns"] - flow["start_ns"]) / 1e9 == pytest.approx(4.0, abs=1.0)
+    assert (mixed["start_ns"] - images["start_ns"]) / 1e9 == pytest.approx(1.0, abs=0.5)
+    # the attempt's sides are its first flow's: both containers, the server on port 4480
+    assert record["server"]["container"]["image"].startswith("qir/quic-go-qir:")
+    assert record["client"]["container"]["image"].startswith("qir/quic-go-qir:")
+    assert "]:4480 serving" in (attempt / "flow-0" / "server" / "server.stderr.log").read_text()
+    assert our_containers() == [] and qir_cgroups() == []
     assert_nodes_clean(local_testbed)
 
 

@@ -86,8 +86,8 @@ def test_env_contract(tmp_path):
                                   socket_rcvbuf="4MiB"))
     server, client = _node("server", tmp_path), _node("client", tmp_path)
     att = Attempt(plan, server, client, tmp_path / "out")
-    senv = att._env(server, att.server_logs, plan.server)
-    cenv = att._env(client, att.client_logs, plan.client)
+    senv = att.side_env(server, att.server_logs, plan.server)
+    cenv = att.side_env(client, att.client_logs, plan.client)
     assert CONTRACT_SERVER <= set(senv) and CONTRACT_CLIENT <= set(cenv)
     assert senv["ROLE"] == "server" and cenv["ROLE"] == "client"
     assert senv["IP"] == cenv["IP"] == "198.19.0.1"

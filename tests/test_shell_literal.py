@@ -238,14 +238,14 @@ def test_orchestrator_scripts_get_literal_values(kind: str, tmp_path: Path) -> N
             ex.run(["cp", str(meta.path / script), f"{node.impl_dir('evil')}/{script}"],
                    timeout=30)
     attempt = Attempt(plan(meta, {"label": label}), server, client, tmp_path / "out")
-    senv = attempt._env(server, attempt.server_logs, attempt.plan.server)
-    cenv = attempt._env(client, attempt.client_logs, attempt.plan.client)
+    senv = attempt.side_env(server, attempt.server_logs, attempt.plan.server)
+    cenv = attempt.side_env(client, attempt.client_logs, attempt.plan.client)
     assert senv["PARAM_LABEL"] == cenv["PARAM_LABEL"] == label
     for node, logs in ((server, attempt.server_logs), (client, attempt.client_logs)):
         node.run(["mkdir", "-p", logs])
         assert Path(logs).is_dir() and dirname in logs
     client.run(["mkdir", "-p", client.downloads])
-    assert attempt._script(server, meta, "pre", senv) and attempt._script(client, meta, "pre",
+    assert attempt.run_script(server, meta, "pre", senv) and attempt.run_script(client, meta, "pre",
                                                                           cenv)
     attempt._run_client(cenv)  # timed run, then size and SHA-256 of $DOWNLOADS/f
     rec = attempt.record

@@ -769,13 +769,31 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str
         except yaml.YAMLError as exc:
             raise ConfigError([f"{source}: --set {key}: not a YAML value: "
                                f"{str(exc).splitlines()[0]}"]) from None
-        node = out
-        for part in parts[:-1]:
-            child = node.get(part)
-            node[part] = child = dict(child) if isinstance(child, dict) else {}
-            node = child
-        node[parts[-1]] = value
+        _set_path(out, parts, value, f"{source}: --set {key}")
     return out
+
+
+def _set_path(data: dict[str, Any], parts: list[str], value: Any, where: str) -> None:
+    """Set ``value`` at ``parts`` below ``data``, copying every container on the way (the
+    caller's data stays as it was); a number indexes a list (``sweep.axes.1.values``)."""
+    node: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdecimal() or int(part) >= len(node):
+                raise ConfigError([f"{where}: {'.'.join(parts[:i])} has {len(node)} items: "
+                                   f"no item {part!r}"])
+            key: Any = int(part)
+        else:
+            key = part
+        if last:
+            node[key] = value
+            return
+        child = node[key] if isinstance(node, list) else node.get(key)
+        child = dict(child) if isinstance(child, dict) else list(child) \
+            if isinstance(child, list) else {}
+        node[key] = child
+        node = child
 
 
 def load_campaign_testbeds(path: Path | str, overrides: list[str] | None = None

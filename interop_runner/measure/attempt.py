@@ -24,7 +24,7 @@ from interop_runner.errors import ConnectError, ExecutorError, KnobError
 from interop_runner.measure.container import ContainerSide, qir_testcase
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.postprocess import process_handshake, process_pcaps, process_perf
-from interop_runner.measure.side import SidePlan
+from interop_runner.measure.side import Role, SidePlan
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
 from interop_runner.storage.run_record import HOST_KEYS, RunRecord, Side, Status
@@ -199,7 +199,7 @@ def epoch_ns(epoch_us: str) -> int:
     return int(epoch_us.replace(".", "").replace(",", "")) * 1000
 
 
-def _seconds(times: str) -> float:
+def times_seconds(times: str) -> float:
     """'1m2.500s' (bash `times`) -> 62.5."""
     minutes, _, rest = times.partition("m")
     return int(minutes) * 60 + float(rest.rstrip("s"))
@@ -235,16 +235,21 @@ class Attempt:
         self._knob_states: dict[str, KnobState] = {}
         self._cpus: dict[str, str] = {}
         token = f"{plan.campaign_id}-{plan.pair}-{plan.repetition}-{plan.attempt}"
-        token = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{token}-{plan.variant}" if plan.variant
-                       else token)
+        token = "-".join(t for t in (token, plan.variant, plan.flow) if t)
+        token = re.sub(r"[^A-Za-z0-9_.-]", "_", token)
         self._containers = {
-            side.role: ContainerSide(node, side.meta, side.image, logs, token)
+            side.role: ContainerSide(node, side.meta, side.image, logs, token,
+                                     self.downloads if side.role == "client" else None)
             for side, node, logs in ((plan.server, server, self.server_logs),
                                      (plan.client, client, self.client_logs))
             if side.image is not None}
 
+    def container(self, role: Role) -> ContainerSide | None:
+        """The side ``role`` (server, client) when it runs as a container image."""
+        return self._containers.get(role)
+
     # -- environment ---------------------------------------------------------------------------
-    def _env(self, node: Node, logs: str, side: SidePlan) -> dict[str, str]:
+    def side_env(self, node: Node, logs: str, side: SidePlan) -> dict[str, str]:
         p = self.plan
         if node.cfg.role in self._containers:
             return self._container_env(node, side)
@@ -289,21 +294,21 @@ class Attempt:
         """
         rec, p = self.record, self.plan
         rec.started_at = utc_now()
-        senv = self._env(self.server, self.server_logs, p.server)
-        cenv = self._env(self.client, self.client_logs, p.client)
+        senv = self.side_env(self.server, self.server_logs, p.server)
+        cenv = self.side_env(self.client, self.client_logs, p.client)
         try:
             self.server.run(["mkdir", "-p", self.server_logs])
             self.client.run(["mkdir", "-p", self.client_logs, self.downloads])
             self._apply_knobs()
-            if self._script(self.server, p.server.meta, "pre", senv) and \
-                    self._script(self.client, p.client.meta, "pre", cenv) and \
-                    self._start_server(senv):
+            if self.run_script(self.server, p.server.meta, "pre", senv) and \
+                    self.run_script(self.client, p.client.meta, "pre", cenv) and \
+                    self.start_server(senv):
                 self._measure(cenv)
         except (Exception, KeyboardInterrupt) as exc:
             self.abort = record_failure(rec, exc)
         finally:
             try:
-                self._finish(senv, cenv)
+                self.finish(senv, cenv)
             except (ExecutorError, KeyboardInterrupt) as exc:
                 self.abort = record_cleanup_failure(rec, exc, self.abort)
         rec.finished_at = utc_now()
@@ -345,7 +350,7 @@ class Attempt:
         cpus = self._cpus.get(role)
         return ["taskset", "-c", cpus, *argv] if cpus else argv
 
-    def _script(self, node: Node, meta: ImplementationMeta, script: str,
+    def run_script(self, node: Node, meta: ImplementationMeta, script: str,
                 env: dict[str, str]) -> bool:
         if not meta.has_script(script):
             return True
@@ -364,7 +369,7 @@ class Attempt:
     def _fail_exit(self, what: str, code: int, stderr: str) -> None:
         self.record.status, self.record.reason = exit_outcome(what, code, stderr)
 
-    def _start_server(self, env: dict[str, str]) -> bool:
+    def start_server(self, env: dict[str, str]) -> bool:
         p, node = self.plan, self.server
         flag = "-lun" if p.server.meta.ready == "udp" else "-ltn"
         # A leftover listener would make the readiness check lie and serve the client instead.
@@ -468,12 +473,12 @@ class Attempt:
         rec.client.exit_code = int(timing["exit_code"])
         rec.client.pid = int(timing["pid"])
         user, _, system = out[-1].partition(" ")
-        rec.client.cpu_user_s, rec.client.cpu_system_s = _seconds(user), _seconds(system)
+        rec.client.cpu_user_s, rec.client.cpu_system_s = times_seconds(user), times_seconds(system)
         if rec.client.exit_code != 0:
             err = node.run(["cat", f"{self.client_logs}/client.stderr.log"], check=False).stdout
             self._fail_exit("client", rec.client.exit_code, err)
             return
-        self._verify()
+        self.verify()
 
     def _run_client_container(self, env: dict[str, str]) -> None:
         """The client's container: its start and end are the engine's, on the client node,
@@ -502,9 +507,9 @@ class Attempt:
                                   check=False).stdout
             self._fail_exit("client", out.exit_code, err)
             return
-        self._verify()
+        self.verify()
 
-    def _verify(self) -> None:
+    def verify(self) -> None:
         """Size and digest of the download, hashed on the client node after the transfer."""
         p, rec = self.plan, self.record
         path = f"{self.downloads}/{p.file_name}"
@@ -573,7 +578,7 @@ class Attempt:
             for side in self._containers.values():
                 self.record.warnings.extend(side.remove())
 
-    def _finish(self, senv: dict[str, str], cenv: dict[str, str]) -> None:
+    def finish(self, senv: dict[str, str], cenv: dict[str, str]) -> None:
         """Stop the server, run post scripts, fetch logs, remove per-attempt files."""
         p = self.plan
         try:
@@ -587,8 +592,8 @@ class Attempt:
                 code = self.server.executor.stop(self._server_proc, grace=5)
                 if self.record.server.exit_code is None:
                     self.record.server.exit_code = code
-            self._script(self.server, p.server.meta, "post", senv)
-            self._script(self.client, p.client.meta, "post", cenv)
+            self.run_script(self.server, p.server.meta, "post", senv)
+            self.run_script(self.client, p.client.meta, "post", cenv)
         finally:
             try:
                 self._end_containers()

@@ -99,9 +99,11 @@ class ContainerSide:
     """A container for one side of one attempt; always removed by :meth:`remove`."""
 
     def __init__(self, node: Node, meta: ImplementationMeta, image: str, logs: str,
-                 token: str) -> None:
+                 token: str, downloads: str | None = None) -> None:
         self.node, self.meta, self.image, self.logs = node, meta, image, logs
         self.token = token
+        # a client's /downloads (a flow's own directory when several clients share the node)
+        self.downloads = downloads or node.downloads
         self.cid: str | None = None
         self.pid: int | None = None
         self.procs_file: str | None = None
@@ -119,7 +121,7 @@ class ContainerSide:
         mounts = [(shim, "/setup.sh", True), (node.certs, "/certs", True), (self.logs, "/logs",
                                                                               False)]
         mounts.append((node.www, "/www", True) if self.role == "server"
-                      else (node.downloads, "/downloads", False))
+                      else (self.downloads, "/downloads", False))
         return ContainerSpec(
             image=self.image, name=f"qir-{node.name}-{self.token}", env=env, mounts=mounts,
             extra_hosts=hosts_map(server_ip, client_ip),
@@ -129,11 +131,31 @@ class ContainerSide:
 
     def start(self, env: dict[str, str], server_ip: str, client_ip: str) -> None:
         """Create and start the container; find where its processes are accounted."""
+        self.create(env, server_ip, client_ip)
+        assert self.cid is not None
+        self.node.engine().start_created(self.cid)
+        self.find_accounting()
+
+    def create(self, env: dict[str, str], server_ip: str, client_ip: str) -> None:
+        """Create the container without starting it (with what it needs on the node: the
+        set-up shim, a client's simulator listener)."""
         node = self.node
         node.executor.write_bytes(f"{node.scratch}/qir-setup.sh", SETUP_SHIM.encode(), 0o755)
         if self.role == "client":
             self._start_sim_listener()
-        self.cid = node.engine().start(self.spec(env, server_ip, client_ip))
+        self.cid = node.engine().create(self.spec(env, server_ip, client_ip))
+
+    def attach_argv(self) -> list[str]:
+        """The command that starts the created container on the node and waits for it,
+        attached: it exits with the container's code and passes signals on to it (a flow's
+        client, started at its scheduled time and stopped at its duration)."""
+        assert self.cid is not None
+        return ["docker", "-H", self.node.cfg.docker_host, "start", "--attach", self.cid]
+
+    def find_accounting(self) -> None:
+        """The started container's PID and the cgroup that accounts its CPU."""
+        node = self.node
+        assert self.cid is not None
         state = node.engine().state(self.cid)
         self.pid = state.pid
         if state.pid is None:
@@ -176,20 +198,25 @@ class ContainerSide:
         if code is None:
             return ClientOutcome(None, None, None, self.pid, None, None)
         state = engine.state(self.cid)
-        user, system = self._cpu()
+        user, system = self.cpu()
         return ClientOutcome(code, state.started_ns, state.finished_ns, self.pid, user, system)
 
-    def _cpu(self) -> tuple[float | None, float | None]:
-        """User and system CPU seconds of every process the container ran."""
-        if self.procs_file is None:
-            return None, None
-        parent = os.path.dirname(os.path.dirname(self.procs_file))
-        res = self.node.run(["sh", "-c", _CPU, parent], check=False)
-        lines = res.stdout.splitlines()
-        try:
-            return cgroup_cpu_seconds("\n".join(lines[1:]), int(lines[0]))
-        except (ParseError, ValueError, IndexError):
-            return None, None
+    def cpu(self) -> tuple[float | None, float | None]:
+        """User and system CPU seconds of every process the container ran (also after it
+        ended: its parent cgroup keeps them until :meth:`remove`)."""
+        if self.procs_file is not None:
+            parents = [os.path.dirname(os.path.dirname(self.procs_file))]
+        else:  # never seen running (a flow's client): where cgroup v2 or v1 put its parent
+            parent = cgroup_parent(self.node, self.token)
+            parents = [f"{CGROUP_ROOT}{parent}", f"{CGROUP_ROOT}/cpuacct{parent}"]
+        for directory in parents:
+            res = self.node.run(["sh", "-c", _CPU, directory], check=False)
+            lines = res.stdout.splitlines()
+            try:
+                return cgroup_cpu_seconds("\n".join(lines[1:]), int(lines[0]))
+            except (ParseError, ValueError, IndexError):
+                continue
+        return None, None
 
     def stop(self, grace: float) -> int | None:
         """Stop the container (SIGTERM, SIGKILL after ``grace``); its exit code."""

@@ -64,11 +64,9 @@ def _pair_plan(vcfg: CampaignConfig, base: AttemptPlan, plan: FlowPlan,
 
 
 def _why_not(server: SidePlan, client: SidePlan, alpn: str | None, cc: str) -> str | None:
-    """Why a pair flow cannot run: a container image, a congestion control one side lacks,
-    no common protocol."""
+    """Why a pair flow cannot run: a congestion control one side lacks, no common
+    protocol."""
     for side in (server, client):
-        if side.meta.image is not None:
-            return f"{side.meta.name} runs as a container image: not in flows (yet)"
         offered = side.meta.supports.congestion_control
         if offered and cc not in offered:
             return (f"{side.meta.name} ({side.role}) offers no {cc} (it offers: "

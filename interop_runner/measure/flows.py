@@ -26,13 +26,14 @@ from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import (
     Attempt,
     AttemptPlan,
-    _seconds,
     epoch_ns,
     exit_outcome,
     new_record,
     record_cleanup_failure,
     record_failure,
+    times_seconds,
 )
+from interop_runner.measure.container import ContainerSide
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
@@ -53,7 +54,8 @@ _SCHEDULED = (
     'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' "$s" "$f" "$rc"; times'
 )
 NOT_RUN = "not run: "  # the reason of a flow that did not run because another could not
-_TIMED_OUT = 124  # timeout(1)'s status when it stopped the command at the duration
+# timeout(1)'s status when it stopped the command at the duration (137: it had to kill it)
+_STOPPED = (124, 137)
 # $0 file, $1 hash command: "<size> <digest>" of the file, or "missing"
 _PARTIAL = 'if [ -f "$0" ]; then printf "%s " "$(stat -c %s -- "$0")"; "$1" <"$0"; ' \
            'else echo missing; fi'
@@ -221,15 +223,15 @@ class FlowsAttempt:
         attempt = Attempt(run.plan.pair, self.server, self.client,
                           self.out_dir / run.plan.directory)
         run.attempt = attempt
-        senv = attempt._env(self.server, attempt.server_logs, run.plan.pair.server)
-        cenv = attempt._env(self.client, attempt.client_logs, run.plan.pair.client)
+        senv = attempt.side_env(self.server, attempt.server_logs, run.plan.pair.server)
+        cenv = attempt.side_env(self.client, attempt.client_logs, run.plan.pair.client)
         run.env = (senv, cenv)
         self.server.run(["mkdir", "-p", attempt.server_logs])
         self.client.run(["mkdir", "-p", attempt.client_logs, attempt.downloads])
         meta = run.plan.pair.server.meta
-        ok = attempt._script(self.server, meta, "pre", senv) and \
-            attempt._script(self.client, run.plan.pair.client.meta, "pre", cenv) and \
-            attempt._start_server(senv)
+        ok = attempt.run_script(self.server, meta, "pre", senv) and \
+            attempt.run_script(self.client, run.plan.pair.client.meta, "pre", cenv) and \
+            attempt.start_server(senv)
         if not ok:
             run.record.status = attempt.record.status
             run.record.reason = attempt.record.reason
@@ -303,6 +305,11 @@ class FlowsAttempt:
                         ) -> tuple[list[str], str, str | None, dict[str, str] | None]:
         """(argv, logs directory, cwd, environment) of the flow's client."""
         if run.attempt is not None and run.env is not None:
+            container = run.attempt.container("client")
+            if container is not None:  # created now, started by the wrapper at its time
+                container.create(run.env[1], self.server.cfg.ip, self.client.cfg.ip)
+                run.attempt.record.client.container = container.record()
+                return container.attach_argv(), run.attempt.client_logs, None, None
             d = self.client.impl_dir(run.attempt.plan.client.meta.name)
             return [f"{d}/run-client"], run.attempt.client_logs, d, run.env[1]
         logs = self._tcp_logs("client", run)
@@ -342,12 +349,16 @@ class FlowsAttempt:
         timing = json.loads(out[-3])
         rec.start_ns, rec.end_ns = epoch_ns(timing["start_us"]), epoch_ns(timing["end_us"])
         code = int(timing["exit_code"])
-        rec.stopped_at_duration = code == _TIMED_OUT and run.plan.duration_s is not None
+        rec.stopped_at_duration = code in _STOPPED and run.plan.duration_s is not None
         user, _, system = out[-1].partition(" ")
-        rec.client_cpu_s = _seconds(user) + _seconds(system)
+        cpu: tuple[float | None, float | None] = times_seconds(user), times_seconds(system)
+        container = run.attempt.container("client") if run.attempt is not None else None
+        if container is not None:
+            cpu = self._container_ended(run, container)
+        rec.client_cpu_s = None if cpu[0] is None or cpu[1] is None else cpu[0] + cpu[1]
         if run.attempt is not None:
             side = run.attempt.record.client
-            side.cpu_user_s, side.cpu_system_s = _seconds(user), _seconds(system)
+            side.cpu_user_s, side.cpu_system_s = cpu
             side.exit_code = code
         if code != 0 and not rec.stopped_at_duration:
             self._client_failed(run, code)
@@ -358,6 +369,19 @@ class FlowsAttempt:
             self._read_iperf(run)
         if rec.status == "ok" and rec.bytes_received is not None:
             rec.goodput_mbps = goodput_mbps(rec.bytes_received, (rec.end_ns - rec.start_ns) / 1e9)
+
+    def _container_ended(self, run: _Running, container: ContainerSide
+                         ) -> tuple[float | None, float | None]:
+        """A client container after its wrapper: stopped if it outlived it (its attached
+        command was killed), its times the engine's on the client node; its CPU (cgroup)."""
+        assert container.cid is not None
+        engine, rec = self.client.engine(), run.record
+        if engine.state(container.cid).running:
+            engine.stop(container.cid, grace=5)
+        state = engine.state(container.cid)
+        rec.start_ns = state.started_ns or rec.start_ns
+        rec.end_ns = state.finished_ns or rec.end_ns
+        return container.cpu()
 
     def _client_failed(self, run: _Running, code: int) -> None:
         logs = run.attempt.client_logs if run.attempt is not None else \
@@ -376,7 +400,7 @@ class FlowsAttempt:
         if not rec.stopped_at_duration:
             attempt.record.start_ns, attempt.record.end_ns = rec.start_ns, rec.end_ns
             attempt.record.duration_s = (rec.end_ns or 0) / 1e9 - (rec.start_ns or 0) / 1e9
-            attempt._verify()
+            attempt.verify()
             rec.bytes_received = attempt.record.bytes_received
             rec.status, rec.reason = attempt.record.status, attempt.record.reason
             rec.verified = "hash" if attempt.record.hash_ok else None
@@ -431,7 +455,7 @@ class FlowsAttempt:
             for run in self._running:
                 if run.attempt is not None and run.env is not None:
                     try:
-                        run.attempt._finish(*run.env)
+                        run.attempt.finish(*run.env)
                     except ExecutorError as exc:
                         self.record.warnings.append(f"{run.plan.label}: cleanup: {exc}")
                     self._pair_sides(run)

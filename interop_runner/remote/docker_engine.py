@@ -214,7 +214,18 @@ class Engine:
 
     def start(self, spec: ContainerSpec) -> str:
         """Create and start a container; return its id."""
-        with self._errors(f"run {spec.image}"):
+        cid = self.create(spec)
+        self.start_created(cid)
+        return cid
+
+    def start_created(self, cid: str) -> None:
+        """Start a container made by :meth:`create`."""
+        with self._errors(f"start {cid[:12]}"):
+            self.client.api.start(cid)
+
+    def create(self, spec: ContainerSpec) -> str:
+        """Create a container without starting it; return its id."""
+        with self._errors(f"create {spec.image}"):
             api = self.client.api
             host_config = api.create_host_config(
                 network_mode="host", binds=[f"{h}:{c}:{'ro' if ro else 'rw'}"
@@ -224,9 +235,7 @@ class Engine:
             created = api.create_container(
                 spec.image, command=spec.command, entrypoint=spec.entrypoint, name=spec.name,
                 environment=dict(spec.env), labels=dict(spec.labels), host_config=host_config)
-            cid = str(created["Id"])
-            api.start(cid)
-            return cid
+            return str(created["Id"])
 
     def state(self, cid: str) -> ContainerState:
         """The container's state now."""
