@@ -95,6 +95,23 @@ def test_two_links_and_no_calibration() -> None:
     assert path_values(record, None)["goodput_fraction"] is None  # a failed attempt
 
 
+def test_a_split_ratio_limits_the_rate_of_two_links() -> None:
+    """3:1 over two 10 Mbit/s links: the first link fills at 10 / 0.75 = 13.3 Mbit/s; flows
+    pinned to a link bypass the split and the links carry their sum."""
+    record = copy.deepcopy(sample())
+    link = {"rate_bps": 10_000_000, "delay_ms": 20.0, "jitter": 0.0, "loss": 0.0,
+            "buffer_bytes": 50_000}
+    record["path"]["resolved"].update(rate_bps=20_000_000, links=[link, dict(link)])
+    record["path"]["config"] = {"split": {"batch": 10, "ratio": "3:1"}}
+    assert path_values(record, 12.7)["path_rate_mbps"] == pytest.approx(13.333, abs=1e-3)
+    assert path_values(record, 12.7)["goodput_fraction"] == pytest.approx(0.9525)
+    record["path"]["config"]["split"]["ratio"] = "1:1"
+    assert path_values(record, 19.0)["path_rate_mbps"] == pytest.approx(20.0)
+    record["path"]["config"]["split"]["ratio"] = "1:9"
+    record["flows"] = [{"link": "both"}, {"link": "0"}, {"link": "1"}]
+    assert path_values(record, 19.0)["path_rate_mbps"] == pytest.approx(20.0)
+
+
 def test_columns_in_the_frame_and_typed() -> None:
     for name, (dtype, unit, meaning) in PATH_COLUMNS.items():
         assert COLUMNS[name] == dtype and meaning

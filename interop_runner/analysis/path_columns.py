@@ -15,7 +15,9 @@ PATH_COLUMNS: dict[str, tuple[str, str, str]] = {
     "path_key": ("string", "", "the path's key (campaign.json paths.<key>)"),
     "path_backend": ("string", "", "netem or nfqueue (tbf, iptables and the delay line)"),
     "path_placement": ("string", "", "router, or server-egress (no router in the testbed)"),
-    "path_rate_mbps": ("Float64", "Mbit/s (SI)", "configured bottleneck rate (two links: sum)"),
+    "path_rate_mbps": ("Float64", "Mbit/s (SI)", "configured bottleneck rate (two links: what "
+                       "the split ratio lets through, min(rate_i / share_i), or their sum "
+                       "with flows pinned to a link)"),
     "path_rtt_ms": ("Float64", "ms", "configured base round-trip time"),
     "path_buffer_bytes": ("Int64", "bytes", "bottleneck buffer (tbf limit)"),
     "path_buffer_bdp": ("Float64", "BDP", "bottleneck buffer / (rate x base RTT)"),
@@ -57,6 +59,7 @@ def path_values(record: dict[str, Any], goodput_mbps: Any) -> dict[str, Any]:
     resolved = path.get("resolved") or {}
     rate, rtt, buffer = resolved.get("rate_bps"), resolved.get("rtt_ms"), resolved.get(
         "buffer_bytes")
+    rate = _split_rate(record, rate)
     row.update(path_key=path.get("key"), path_backend=path.get("backend"),
                path_placement=path.get("placement"), path_rate_mbps=_mbps(rate),
                path_rtt_ms=rtt, path_buffer_bytes=buffer, path_loss=resolved.get("loss"),
@@ -69,6 +72,24 @@ def path_values(record: dict[str, Any], goodput_mbps: Any) -> dict[str, Any]:
     row.update(_calibration(path.get("calibration")))
     row.update(_counters(path.get("counters") or {}))
     return row
+
+
+def _split_rate(record: dict[str, Any], rate: Any) -> Any:
+    """The rate the data direction can carry: on two links split ``a:b`` per batch, the
+    first link carries a/(a+b) of the packets, so it fills at rate_0 / share_0 and the path
+    at min(rate_i / share_i) (their sum only at the links' own ratio). Flows pinned to a
+    link bypass the split, and then the links together carry their sum."""
+    path = record["path"]
+    links = (path.get("resolved") or {}).get("links") or []
+    ratio = ((path.get("config") or {}).get("split") or {}).get("ratio")
+    pinned = any(f.get("link") in ("0", "1") for f in record.get("flows") or [])
+    if len(links) != 2 or not isinstance(ratio, str) or pinned:
+        return rate
+    shares = [int(part) for part in ratio.split(":")]
+    rates = [link.get("rate_bps") for link in links]
+    if not all(isinstance(r, (int, float)) for r in rates):
+        return rate
+    return min(r * sum(shares) / share for r, share in zip(rates, shares))
 
 
 def _calibration(cal: Any) -> dict[str, Any]:
