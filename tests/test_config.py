@@ -231,7 +231,7 @@ SHIPPED = ["ab.yml", "buffers.yml", "crypto.yml", "hardware.yml", "interop.yml",
            "offload.yml", "pinning.yml", "profile.yml", "flows-tcp-sanity.yml",
            "flows-bbr-cubic.yml", "flows-quic-tcp.yml", "flows-share-matrix.yml",
            "flows-quic-vs-tcp-grid.yml", "flows-dc-throughput.yml", "flows-dc-fairness.yml",
-           "flows-four.yml"]
+           "flows-four.yml", "closed-form.yml"]
 SHIPPED_TESTBEDS = ["example-baremetal.yml", "example-router.yml", "local-b.yml",
                     "local.yml"]
 

@@ -64,3 +64,15 @@ PATH = {**BASE, "goodput_mbps": 18.0, "path_rate_mbps": 20.0, "duration_s": 10.0
 def test_rules_over_a_path(change, label, reason):
     got, why = diagnose({**PATH, **change})
     assert got == label and reason in why, why
+
+
+@pytest.mark.parametrize("flag, label", [(True, "above_ceiling"), (False, "path_rate"),
+                                         (pd.NA, "path_rate"), (None, "path_rate")])
+def test_above_a_ceiling_comes_first(flag, label):
+    # a goodput the path cannot carry (analysis/ceilings.py) is no limit: a measurement error
+    row = {**PATH, "server_cpu_pct": 99.0, "ceiling_exceeded": flag,
+           "ceiling_exceeded_by": "goodput 25.00 Mbit/s > link ceiling 19.00 Mbit/s + 2.0%"}
+    got, why = diagnose(row)
+    assert got == label
+    assert (why == row["ceiling_exceeded_by"]) == (label == "above_ceiling")
+    assert diagnose({**row, "status": "failed"}) == (None, None)

@@ -39,6 +39,7 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     # `x as x`: re-exported (listed in __all__ through _VIEWS, which linters cannot follow)
     from interop_runner.analysis.views import bottlenecks as bottlenecks
     from interop_runner.analysis.views import buffer_sweep as buffer_sweep
+    from interop_runner.analysis.views import closed_form as closed_form
     from interop_runner.analysis.views import crypto as crypto
     from interop_runner.analysis.views import flow_fairness_sweep as flow_fairness_sweep
     from interop_runner.analysis.views import flow_quic_vs_tcp as flow_quic_vs_tcp
@@ -52,8 +53,8 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     from interop_runner.analysis.views import perf_categories as perf_categories
     from interop_runner.analysis.views import pinning as pinning
 
-_VIEWS = ("bottlenecks", "buffer_sweep", "crypto", "flow_fairness_sweep", "flow_quic_vs_tcp",
-          "flow_share_matrix", "flow_timeline", "goodput_over_time", "hardware",
+_VIEWS = ("bottlenecks", "buffer_sweep", "closed_form", "crypto", "flow_fairness_sweep",
+          "flow_quic_vs_tcp", "flow_share_matrix", "flow_timeline", "goodput_over_time", "hardware",
           "interop_heatmap", "offloads", "path_buffer_sweep", "perf_categories", "pinning")
 
 

@@ -6,6 +6,7 @@ monitors (:mod:`interop_runner.monitors`); a test checks the table against the l
 
 from __future__ import annotations
 
+from interop_runner.analysis.ceilings import CEILING_COLUMNS
 from interop_runner.analysis.fairness import FAIRNESS_COLUMNS
 from interop_runner.analysis.path_columns import PATH_COLUMNS
 from interop_runner.monitors import ROLES, all_columns
@@ -68,6 +69,8 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
        for name, (_, unit, meaning) in PATH_COLUMNS.items()},
     **{name: (unit, "run.json flows, bottleneck captures", meaning)
        for name, (_, unit, meaning) in FAIRNESS_COLUMNS.items()},
+    **{name: (unit, "run.json path, closed form (docs/closed-form.md)", meaning)
+       for name, (_, unit, meaning) in CEILING_COLUMNS.items()},
     "monitors_missing": ("", "loader", "<role>.<monitor>: reason, for every monitor value "
                          "that is NA although the monitor was asked for"),
     "link_rate_mbps": ("Mbit/s (SI)", "tc monitor, host facts",

@@ -1,7 +1,11 @@
 """What limited a run: one label per successful attempt, from the collected data.
 
-Rules, applied in this order (the first that fires wins; see docs/diagnosis.md):
+Rules, applied in this order (the first that fires wins; see docs/monitors.md):
 
+0. ``above_ceiling`` — not a limit but a measurement error: over a calibrated path, the goodput
+   is above one of the path's closed-form ceilings by more than that ceiling's tolerance
+   (``ceiling_exceeded``, :mod:`interop_runner.analysis.ceilings`, docs/closed-form.md), so no
+   other label can be trusted.
 1. ``path_rate`` — over an emulated path (docs/paths.md): goodput (of all flows together, in
    an attempt of several) reached at least ``LINK_SHARE`` of the path's bottleneck rate.
    ``link_rate`` — goodput reached at least ``LINK_SHARE`` of the narrowest rate on the path:
@@ -29,8 +33,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-LABELS = ("path_rate", "link_rate", "delay_line_cpu", "receive_buffer_drops", "server_cpu",
-          "client_cpu", "undetermined")
+LABELS = ("above_ceiling", "path_rate", "link_rate", "delay_line_cpu", "receive_buffer_drops",
+          "server_cpu", "client_cpu", "undetermined")
 LINK_SHARE = 0.85  # goodput counts file bytes only; headers and ACKs use the rest
 DROP_MIN = 10
 DROP_SHARE = 0.001
@@ -50,10 +54,18 @@ def _num(row: Mapping[Any, Any], key: str) -> float | None:
     return None if math.isnan(number) else number
 
 
+def _flag(row: Mapping[Any, Any], key: str) -> bool:
+    """A boolean column that is set and true (<NA>, None and a missing key are not)."""
+    value = row.get(key)
+    return value is not None and value is not pd.NA and bool(value)
+
+
 def diagnose(row: Mapping[Any, Any]) -> tuple[str | None, str | None]:
     """Label one attempt; returns ``(label, reason)``, ``(None, None)`` for failed attempts."""
     if row.get("status") != "ok":
         return None, None
+    if _flag(row, "ceiling_exceeded"):
+        return "above_ceiling", str(row.get("ceiling_exceeded_by") or "above a ceiling")
     goodput = _num(row, "goodput_mbps")
     link = _num(row, "link_rate_mbps")
     rated = _rate_rules(goodput, link, row)
@@ -119,7 +131,8 @@ def _rate_rules(goodput: float | None, link: float | None, row: Mapping[Any, Any
 
 
 _INPUTS = {"status", "goodput_mbps", "link_rate_mbps", "server_cpu_pct", "client_cpu_pct",
-           "path_rate_mbps", "delayline_cpu_s", "duration_s",
+           "path_rate_mbps", "delayline_cpu_s", "duration_s", "ceiling_exceeded",
+           "ceiling_exceeded_by",
             *(f"{role}_{name}" for role in ("server", "client")
               for name in ("udp_rcvbuf_errors", "udp_in_datagrams", "max_core_busy_pct",
                            "cores_busy_pct"))}

@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
 import numpy as np
 
+from interop_runner.analysis.ceilings import CEILING_COLUMNS
 from interop_runner.analysis.fairness import FAIRNESS_COLUMNS
 from interop_runner.analysis.path_columns import PATH_COLUMNS
 from interop_runner.parsers.snapshots import NamesMemo
@@ -81,6 +82,9 @@ COLUMNS: dict[str, Any] = {
     **{name: dtype for name, (dtype, _, _) in PATH_COLUMNS.items()},
     # competing flows and their fairness (analysis/fairness.py); <NA> without flows
     **{name: dtype for name, (dtype, _, _) in FAIRNESS_COLUMNS.items()},
+    # closed-form goodput ceilings of the path (analysis/ceilings.py); <NA> without a
+    # calibrated path, with the reason in ceiling_missing
+    **{name: dtype for name, (dtype, _, _) in CEILING_COLUMNS.items()},
 }
 
 BASE_KEYS = (*COLUMNS, "monitors_missing")

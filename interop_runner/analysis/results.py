@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interop_runner.analysis.ceilings import ceiling_values
 from interop_runner.analysis.columns import (
     joined_values,
     link_rate_mbps,
@@ -98,6 +99,7 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
         row[f"{role}_negotiated_cipher"] = negotiated.get("cipher")
         row[f"{role}_negotiated_cc"] = negotiated.get("congestion_control")
     row.update(path_values(data, data.get("goodput_mbps")))
+    row.update(ceiling_values(data))  # what the path allows; read by the diagnosis
     # competing flows: their series is parsed from the captures once and kept as
     # flows.parquet in the attempt directory (analysis/flow_series.py)
     row.update(fairness_values(path.parent, data))

@@ -29,11 +29,19 @@ view                   what it plots                                            
 ``flow_quic_vs_tcp``   QUIC flows against TCP per path condition, Welch's t-test     -
 ``history_series``     one history series over its campaigns, change points marked   -
                        (input: the points and change points of analysis.history)
+``closed_form``        goodput against loss and RTT under each pair's closed-form    003
+                       ceiling curve (link, Mathis, window / RTT), flagged runs      Fig. 3-5
+                       crossed (table: ``closed_form_frame``)
 =====================  ===========================================================  ========
 """
 
 from interop_runner.analysis.views.ab import ab_comparison
 from interop_runner.analysis.views.buffers import buffer_sweep
+from interop_runner.analysis.views.ceilings import (
+    closed_form,
+    closed_form_figure,
+    closed_form_frame,
+)
 from interop_runner.analysis.views.flows import (
     flow_fairness_figure,
     flow_fairness_frame,
@@ -63,7 +71,8 @@ from interop_runner.analysis.views.pinning import pinning
 from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
-__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "crypto", "flow_fairness_figure",
+__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "closed_form", "closed_form_figure",
+           "closed_form_frame", "crypto", "flow_fairness_figure",
            "flow_fairness_frame", "flow_fairness_sweep", "flow_fairness_table",
            "flow_quic_vs_tcp", "flow_quic_vs_tcp_figure", "flow_quic_vs_tcp_frame",
            "flow_share_figure", "flow_share_frame", "flow_share_matrix", "flow_timeline",

@@ -24,8 +24,8 @@ from interop_runner.analysis.views._common import (
 HEATMAP_COLUMNS = [*PAIR, *STAT_COLUMNS, "failed", "timeout", "unsupported", "label"]
 BOTTLENECK_COLUMNS = [*PAIR, "variant", "cell", "attempts", "ok", "failures", *LABELS,
                       "most_common", "share"]
-COLORS = {"path_rate": "tab:olive", "link_rate": "tab:green", "delay_line_cpu": "tab:red",
-          "receive_buffer_drops": "tab:orange",
+COLORS = {"above_ceiling": "black", "path_rate": "tab:olive", "link_rate": "tab:green",
+          "delay_line_cpu": "tab:red", "receive_buffer_drops": "tab:orange",
           "server_cpu": "tab:blue", "client_cpu": "tab:purple", "undetermined": "tab:gray",
           "not ok": "white"}
 
