@@ -11,7 +11,9 @@ from interop_runner.analysis.ab.compare import (
     forest_plot,
     plan,
 )
+from interop_runner.analysis.conformance import conformance
 from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
+from interop_runner.analysis.flow_conformance import flow_conformance
 from interop_runner.analysis.flows import (
     fairness_summary,
     flow_share_summary,
@@ -67,7 +69,8 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = ["compare", "compare_campaigns", "compare_variants", "facts_differences",
-           "forest_plot", "plan", "COLUMNS", "add_bottleneck", "diagnose", "goodput_matrix",
+           "forest_plot", "plan", "COLUMNS", "conformance", "flow_conformance",
+           "add_bottleneck", "diagnose", "goodput_matrix",
            "plot_matrix", "status_matrix", "fairness_summary", "flow_share_summary",
            "load_flow_results", "load_flows", "quic_vs_tcp", "load_core_usage", "load_cpu_series",
            "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results",
