@@ -217,8 +217,24 @@ def test_flow_conformance_of_a_campaign_without_quic_says_so(stored: dict[str, P
     assert dict(table[list(FLOW_CONFORMANCE_COLUMNS)].dtypes.astype(str)) \
         == FLOW_CONFORMANCE_COLUMNS
     assert table["variant"].tolist() == ["rate=10mbit", "rate=20mbit"]
+    # kernel cubic, bbr and reno: no two flows of one congestion control either
     assert (table["conformance_missing"] == "no QUIC flow in the cell").all()
     assert table["conformance"].isna().all() and table["conformance_t"].isna().all()
+
+
+def test_the_kernel_against_itself_is_the_noise_floor(stored: dict[str, Path]) -> None:
+    """Two kernel flows of one congestion control and no QUIC flow (configs/conformance.yml's
+    first set): the second by name is tested against the first. Derived from the stored
+    sample: its reno flow relabelled as a second cubic flow."""
+    flows, results = load_flows(stored["flows-sample"]), load_flow_results(stored["flows-sample"])
+    for frame in (flows, results):
+        frame.loc[frame["label"] == "tcp/reno", "label"] = "tcp/cubic#2"
+    results.loc[results["label"] == "tcp/cubic#2", "congestion_control"] = "cubic"
+    table = conformance_table(flows, results)
+    assert table["label"].tolist() == ["tcp/cubic#2", "tcp/cubic#2"]
+    assert table["reference_label"].tolist() == ["tcp/cubic", "tcp/cubic"]
+    assert table["conformance_missing"].isna().all()
+    assert table["conformance"].between(0, 1).all() and table["trials_test"].min() >= 2
 
 
 def test_flow_conformance_of_quic_against_the_kernel(stored: dict[str, Path]) -> None:

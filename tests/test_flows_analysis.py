@@ -170,19 +170,21 @@ def test_bin_width_from_the_base_rtt() -> None:
 
 
 def test_only_the_data_direction_of_the_flows_counts() -> None:
-    """Packets are the flow's when they leave its server port over its transport; the
+    """Packets are the flow's when they leave its server port over its transport (a pair
+    flow's: UDP, or TCP for a stack over TCP such as tcp-tls; a kernel TCP flow's: TCP); the
     reverse direction, another transport and other ports are not."""
     flows = [{"index": 0, "kind": "quic", "port": 4433}, {"index": 1, "kind": "tcp",
-                                                          "port": 5201}]
+                                                          "port": 5201},
+             {"index": 2, "kind": "quic", "port": 4434}]
     names = ["udp 198.19.1.1:4433>198.19.2.1:50123",  # flow 0's data
              "udp 198.19.2.1:50123>198.19.1.1:4433",  # its reverse direction
-             "tcp 198.19.1.1:4433>198.19.2.1:50124",  # another transport
              "tcp [fd00::1]:5201>[fd00::2]:40000",  # flow 1, IPv6
              "udp 198.19.1.1:5201>198.19.2.1:40000",  # flow 1's port over UDP
+             "tcp 198.19.1.1:4434>198.19.2.1:50124",  # flow 2: a pair over TCP (tcp-tls)
              "icmp 198.19.1.1>198.19.2.1"]
     packets = pd.DataFrame({"flow": pd.array(names, dtype="string"), "size_bytes": 1})
     picked = flow_packets(packets, flows)
-    assert list(picked.index) == [0, 3] and list(picked["flow"]) == ["0", "1"]
+    assert list(picked.index) == [0, 2, 4] and list(picked["flow"]) == ["0", "1", "2"]
 
 
 # ----------------------------------------------------------------------------- the cache

@@ -6,9 +6,11 @@ time trimmed).
 A cell is one campaign, flow set, variant and sweep point. In it, the test cloud of a QUIC
 flow (by label) has one trial per attempt in which that flow ended ok: its kept bins as
 (queueing delay, throughput) points. The reference cloud has, from the same attempts, the
-kernel TCP flow (``kind`` tcp) of the same congestion control. A trial with fewer than
-:data:`MIN_TRIAL_POINTS` points is left out; where no trial is left, or there is no such
-flow, the figures are <NA> and ``conformance_missing`` says why (never 0).
+kernel TCP flow (``kind`` tcp) of the same congestion control. A cell of kernel TCP flows
+only (``[{tcp: cubic}, {tcp: cubic}]``) is the kernel against itself: the noise floor. A
+trial with fewer than :data:`MIN_TRIAL_POINTS` points is left out; where no trial is left,
+or there is no such flow, the figures are <NA> and ``conformance_missing`` says why (never
+0).
 """
 
 from __future__ import annotations
@@ -105,14 +107,32 @@ def _first(values: "pd.Series[Any]") -> Any:
 def _cell_rows(cell: pd.DataFrame, points: dict[tuple[str, int], Any],
                missing: dict[tuple[str, int], str], options: dict[str, Any]
                ) -> list[dict[str, Any]]:
-    """One row per QUIC flow label of the cell (one row, label <NA>, without any)."""
+    """One row per QUIC flow label of the cell. A cell of kernel TCP flows only is the
+    kernel against itself (the testbed's noise floor): every TCP label but the first by
+    name against that first. One row, label <NA>, without either."""
     kind = cell["kind"].astype("string")
     quic = cell[(kind == "quic").fillna(False).to_numpy()]
-    if quic.empty:
-        return [{"conformance_missing": "no QUIC flow in the cell"}]
     tcp = cell[(kind == "tcp").fillna(False).to_numpy()]
+    if quic.empty:
+        quic, tcp = _kernel_against_itself(tcp)
+        if quic.empty:
+            return [{"conformance_missing": "no QUIC flow in the cell"}]
     return [_flow_row(str(label), flows, tcp, points, missing, options)
             for label, flows in quic.groupby("label", sort=True)]
+
+
+def _kernel_against_itself(tcp: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(tests, references) among kernel TCP flows: per congestion control run by two or
+    more labels, the first label by name is the reference and the others are tested."""
+    labels = tcp[["label", "congestion_control"]].dropna().astype(str).drop_duplicates()
+    references = {str(group["label"].min()) for _, group in labels.groupby(
+        "congestion_control") if len(group) > 1}
+    tested_controls = set(labels[labels["label"].isin(references)]["congestion_control"])
+    name = tcp["label"].astype("string")
+    is_reference = name.isin(references).fillna(False).to_numpy()
+    in_pair = tcp["congestion_control"].astype("string").isin(tested_controls) \
+        .fillna(False).to_numpy()
+    return tcp[in_pair & ~is_reference], tcp[is_reference]
 
 
 def _flow_row(label: str, flows: pd.DataFrame, tcp: pd.DataFrame,

@@ -42,7 +42,8 @@ __all__ = ["FLOW_SERIES_COLUMNS", "SERIES_FILE", "SeriesOptions", "attempt_flow_
 #: The cache file in an attempt directory.
 SERIES_FILE = "flows.parquet"
 #: Bump when the series or its metadata change: older caches are rewritten.
-SERIES_FORMAT = 2  # 2: packets matched without their transport checksums
+# 2: packets matched without their transport checksums; 3: a pair flow over TCP too
+SERIES_FORMAT = 3
 RTT_BINS = 10  # a bin is this many base RTTs by default
 MIN_BIN_MS = 100.0  # below this a bin holds too few packets to say anything
 UNKNOWN_RTT_BIN_MS = 500.0
@@ -53,7 +54,9 @@ FLOW_SERIES_COLUMNS: dict[str, str] = {
     "flow": "Int64", "label": "string", "t_s": "Float64", "bin_ms": "Float64",
     "throughput_mbps": "Float64", "queue_delay_ms_mean": "Float64",
     "queue_delay_ms_p95": "Float64", "drops": "Int64", "trimmed": "boolean"}
-_TRANSPORT = {"quic": "udp", "tcp": "tcp"}
+# a pair flow's transport is its stack's (QUIC over UDP; tcp-tls over TCP); a kernel TCP
+# reference flow's is TCP
+_TRANSPORTS = {"quic": ("udp", "tcp"), "tcp": ("tcp",)}
 _SOURCE_PORT = re.compile(r"^(\w+) (?:\[[^\]]*\]|[^:>\s]+):(\d+)>")
 
 
@@ -97,8 +100,9 @@ def flow_packets(packets: pd.DataFrame, flows: list[dict[str, Any]]) -> pd.DataF
     """The data packets of the flows among a capture's packets (``bottleneck_packets``):
     those that leave a flow's server port over its transport, with ``flow`` replaced by the
     flow's index as text (``"0"``); every other packet left out."""
-    ports = {(_TRANSPORT.get(str(f.get("kind")), ""), int(f["port"])): str(f.get("index", i))
-             for i, f in enumerate(flows) if isinstance(f.get("port"), int)}
+    ports = {(proto, int(f["port"])): str(f.get("index", i))
+             for i, f in enumerate(flows) if isinstance(f.get("port"), int)
+             for proto in _TRANSPORTS.get(str(f.get("kind")), ())}
     names = pd.Series(packets["flow"].unique(), dtype=object)
     found = names.str.extract(_SOURCE_PORT)
     index = {name: ports.get((proto, int(port))) for name, proto, port

@@ -43,13 +43,14 @@ from interop_runner.testbed.node import Node
 from interop_runner.units import goodput_mbps
 
 # $0 stdout file, $1 stderr file, $2 the start time (epoch µs, the client node's clock),
-# $3 the duration in s (0: until the command ends), the rest the command. Prints one JSON
-# line, then bash's `times` (CPU of the waited-for children: the client).
+# $3 the duration in s (0: until the command ends), $4 how long a client stopped at its
+# duration has to end before it is killed (s), the rest the command. Prints one JSON line,
+# then bash's `times` (CPU of the waited-for children: the client).
 _SCHEDULED = (
-    'o=$0; e=$1; at=$2; d=$3; shift 3; now=${EPOCHREALTIME/[.,]/}; w=$((at - now)); '
+    'o=$0; e=$1; at=$2; d=$3; k=$4; shift 4; now=${EPOCHREALTIME/[.,]/}; w=$((at - now)); '
     'if [ "$w" -gt 0 ]; then sleep "$((w / 1000000)).$(printf %06d $((w % 1000000)))"; fi; '
     's=$EPOCHREALTIME; '
-    'if [ "$d" != 0 ]; then timeout -s INT -k 5 "$d" "$@" </dev/null >"$o" 2>"$e"; '
+    'if [ "$d" != 0 ]; then timeout -s INT -k "$k" "$d" "$@" </dev/null >"$o" 2>"$e"; '
     'else "$@" </dev/null >"$o" 2>"$e"; fi; rc=$?; f=$EPOCHREALTIME; '
     'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' "$s" "$f" "$rc"; times'
 )
@@ -62,6 +63,10 @@ _PARTIAL = 'if [ -f "$0" ]; then printf "%s " "$(stat -c %s -- "$0")"; "$1" <"$0
 # $0 file, $1 byte count, $2 hash command: the digest of the file's first $1 bytes
 _PREFIX = 'head -c "$1" -- "$0" | "$2"'
 _LEAD_S = 1.0  # the common start lies this far ahead of "now": every launch fits before it
+# A client stopped at its duration writes out what it holds (quic-go: its buffer) within
+# this; a container's attached command is killed sooner (the container is then stopped at
+# once), so one that ignores SIGINT as PID 1 overruns its duration by little.
+_KILL_AFTER_S = {"process": 5, "container": 2}
 # the sides of a kernel TCP reference flow in the record (an attempt of TCP flows only)
 KERNEL_TCP = ImplementationMeta(name="tcp", version="kernel", roles=["server", "client"],
                                 alpns=["tcp"], ready="tcp",
@@ -295,17 +300,23 @@ class FlowsAttempt:
             at = origin_us + int(run.plan.flow.start * 1e6)
             duration = f"{run.plan.duration_s:g}" if run.plan.duration_s else "0"
             argv, logs, cwd, env = self._client_command(run)
+            kill = _KILL_AFTER_S["container" if self._client_container(run) else "process"]
             run.client = self.client.executor.start(
                 ["bash", "-c", _SCHEDULED, f"{logs}/client.stdout.log",
-                 f"{logs}/client.stderr.log", str(at), duration, *argv],
+                 f"{logs}/client.stderr.log", str(at), duration, str(kill), *argv],
                 stdout=f"{logs}/scheduled.log", stderr=f"{logs}/scheduled.err", env=env,
                 cwd=cwd)
+
+    @staticmethod
+    def _client_container(run: _Running) -> ContainerSide | None:
+        """The flow's client container (a pair whose client runs as an image)."""
+        return run.attempt.container("client") if run.attempt is not None else None
 
     def _client_command(self, run: _Running
                         ) -> tuple[list[str], str, str | None, dict[str, str] | None]:
         """(argv, logs directory, cwd, environment) of the flow's client."""
         if run.attempt is not None and run.env is not None:
-            container = run.attempt.container("client")
+            container = self._client_container(run)
             if container is not None:  # created now, started by the wrapper at its time
                 container.create(run.env[1], self.server.cfg.ip, self.client.cfg.ip)
                 run.attempt.record.client.container = container.record()
@@ -352,7 +363,7 @@ class FlowsAttempt:
         rec.stopped_at_duration = code in _STOPPED and run.plan.duration_s is not None
         user, _, system = out[-1].partition(" ")
         cpu: tuple[float | None, float | None] = times_seconds(user), times_seconds(system)
-        container = run.attempt.container("client") if run.attempt is not None else None
+        container = self._client_container(run)
         if container is not None:
             cpu = self._container_ended(run, container)
         rec.client_cpu_s = None if cpu[0] is None or cpu[1] is None else cpu[0] + cpu[1]
@@ -377,7 +388,7 @@ class FlowsAttempt:
         assert container.cid is not None
         engine, rec = self.client.engine(), run.record
         if engine.state(container.cid).running:
-            engine.stop(container.cid, grace=5)
+            engine.stop(container.cid, grace=1)
         state = engine.state(container.cid)
         rec.start_ns = state.started_ns or rec.start_ns
         rec.end_ns = state.finished_ns or rec.end_ns

@@ -94,7 +94,18 @@ if [[ $role == client ]]; then
     args+=(-o "/downloads/$file" "$url")
   done
   echo "$name: curl --http3-only ${urls[*]}" >&2
-  exec curl "${args[@]}"
+  # Not exec'd: as PID 1 of the container curl would ignore SIGINT and SIGTERM (no handler),
+  # so a flow stopped at its duration would run on until SIGKILL. Pass them on instead.
+  curl "${args[@]}" &
+  client=$!
+  trap 'kill -INT "$client" 2>/dev/null || true' INT TERM
+  rc=0
+  wait "$client" || rc=$?
+  if kill -0 "$client" 2>/dev/null; then # a trapped signal ended the first wait early
+    rc=0
+    wait "$client" || rc=$?
+  fi
+  exit "$rc"
 fi
 
 # server: nginx in the foreground
