@@ -167,10 +167,11 @@ def _outcome(pair: Any, margin: float) -> str:
 
 
 def check_transitivity(flow_results: pd.DataFrame, margin: float = 0.05,
-                       by: Sequence[str] | None = None, two_flows_only: bool = True
-                       ) -> pd.DataFrame:
+                       by: Sequence[str] | None = None, two_flows_only: bool = True,
+                       confidence: float = 0.95) -> pd.DataFrame:
     """:func:`transitivity` of :func:`pairwise_shares` of the frame of
-    :func:`~.flows.load_flow_results`."""
-    pairs = pairwise_shares(flow_results, by=by, two_flows_only=two_flows_only)
+    :func:`~.flows.load_flow_results` (the arguments as there)."""
+    pairs = pairwise_shares(flow_results, by=by, two_flows_only=two_flows_only,
+                            confidence=confidence)
     return transitivity(pairs, margin,
                         by=list(pairs.columns[:list(pairs.columns).index("a")]))

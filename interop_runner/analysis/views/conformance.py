@@ -115,6 +115,8 @@ def _frames(source: Frames) -> tuple[pd.DataFrame, pd.DataFrame]:
         flows, results = source
         if isinstance(flows, pd.DataFrame) and isinstance(results, pd.DataFrame):
             return flows, results
+    if isinstance(source, pd.DataFrame):  # a frame of another kind: nothing to draw
+        return empty(ENVELOPE_COLUMNS), empty(HEATMAP_COLUMNS)
     flows, results, _ = _loaded(source)  # type: ignore[arg-type]
     return flows, results
 
@@ -443,8 +445,9 @@ def conformance_envelope_grid(source: Frames, limit: int = GRID_LIMIT
     kernel against itself, then the least conformant), one panel each; the frame has the
     selected cells (:data:`HEATMAP_COLUMNS`)."""
     flows, results = _frames(source)
-    table = conformance_heatmap_frame(source if not isinstance(source, tuple)
-                                      else conformance_table(flows, results))
+    if isinstance(source, tuple):
+        source = conformance_table(flows, results) if not results.empty else pd.DataFrame()
+    table = conformance_heatmap_frame(source)
     chosen = _selection(table, limit) if not table.empty else table
     if chosen.empty:
         return chosen, no_data("a tested flow with conformance figures", ENVELOPE_TITLE)
