@@ -148,7 +148,7 @@ def test_every_view_degrades_on_empty_frames() -> None:
                          (vc.conformance_envelopes, (pd.DataFrame(), pd.DataFrame())),
                          (vc.conformance_envelope_grid, (pd.DataFrame(), pd.DataFrame())),
                          (vc.conformance_envelope_grid, pd.DataFrame())):
-        frame, fig = view(source)  # type: ignore[operator]
+        frame, fig = view(source)
         assert frame.empty and len(frame.columns) > 0 and NO_DATA in texts(fig)
     assert vc.conformance_cells(pd.DataFrame()).columns.tolist() == list(
         vc.CELLS_COLUMNS.values())
