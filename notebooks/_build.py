@@ -341,6 +341,55 @@ BOOKS = (
           TableCell("flow_results", "flow_results", "## Every flow of every attempt")),
          imports="from interop_runner.analysis import fairness_summary, flow_share_summary, "
                  "load_flow_results\n\nflow_results = load_flow_results(*RESULTS)"),
+    Book("conformance.ipynb", "Conformance of congestion controls against the kernel "
+         "(paper 000)",
+         "Campaigns that run each QUIC implementation's congestion control against a kernel "
+         "TCP flow of the same algorithm through one bottleneck (`configs/conformance.yml`, "
+         "docs/conformance.md), with `path.record_packets` on: each flow's (queueing delay, "
+         "throughput) per bin of 10 base RTTs is a point, one cloud per flow and attempt "
+         "(trial). A cell of two kernel flows of one congestion control (`tcp/cubic#2`) is "
+         "the kernel against itself: the testbed's noise floor.\n\n"
+         "**What to look for** (Mishra & Leong, IMC 2023):\n\n"
+         "- **Conformance** (§3.1, Fig. 6): the share of both clouds' points inside both "
+         "performance envelopes (per trial the convex hulls of k-means clusters, intersected "
+         "over the trials). 1: the implementation behaves like the kernel's; the noise "
+         "floor says how high a conformant one gets on this testbed. The paper found "
+         "conformance much lower in deep (5 BDP) buffers than in shallow (1 BDP) ones.\n"
+         "- **Conformance-T and the translation vector** (§3.3): the conformance after "
+         "moving the test envelope to where it overlaps the reference most, and that move "
+         "as (Δ-throughput, Δ-delay), test minus kernel. Low Conformance with high "
+         "Conformance-T is a shifted copy: more throughput at the same delay points at a "
+         "higher pacing rate (mvfst BBR), more of both at a larger cwnd gain.\n"
+         "- **Envelopes** (Figs. 1, 7): red the tested flow, blue the kernel's, dashed the "
+         "test envelope moved by -Δ; crosses are points outside their own envelope "
+         "(outliers of one trial).\n"
+         "- **Transitivity** (§6): if A beats B and B beats C (bandwidth share above 0.5 + "
+         "a margin, significantly when there are repetitions), does A beat C? The paper "
+         "found it holds within a congestion control but not across them. A campaign of "
+         "each stack against the kernel only has no (A, C) pair: those triples are "
+         "\"not measured\".",
+         (ViewCell("views.conformance_heatmap(per_flow)", "heatmap",
+                   "## Conformance per tested flow and buffer, a panel per RTT"),
+          TableCell("views.conformance_cells(per_flow)", "cells",
+                    "## Every cell: figures, k, trials and why some are missing"),
+          ViewCell("views.conformance_envelope_grid((flows, flow_results))", "envelopes",
+                   "## Envelopes: the kernel against itself, then the least conformant "
+                   "cells"),
+          ViewCell("views.conformance_envelopes((flows, flow_results), LABEL)", "envelope",
+                   "## One flow's envelopes (set `LABEL`, e.g. `\"quiche/cubic\"`; None: "
+                   "the first QUIC flow; a cell by its columns: "
+                   "`views.conformance_envelopes(..., LABEL, axis_buffer=\"5bdp\")`)"),
+          TableCell("pairwise_shares(flow_results)", "pairs",
+                    "## Bandwidth share per pair of flows and path condition"),
+          TableCell("check_transitivity(flow_results)", "transitivity",
+                    "## Triples with A beats B and B beats C: does A beat C?")),
+         imports="from interop_runner.analysis import check_transitivity, load_flow_results, "
+                 "load_flows, pairwise_shares\n"
+                 "from interop_runner.analysis.flow_conformance import conformance_table\n\n"
+                 "LABEL = None  # the flow of the single-envelope figure\n"
+                 "flows, flow_results = load_flows(*RESULTS), load_flow_results(*RESULTS)\n"
+                 "per_flow = conformance_table(flows, flow_results)  # one row per tested "
+                 "flow and cell"),
 )
 
 

@@ -35,6 +35,7 @@ NOTEBOOKS = ROOT / "notebooks"
 SAMPLE = ROOT / "tests" / "data" / "results-sample"
 PATH_SAMPLE = ROOT / "tests" / "data" / "path-sample"
 FLOWS_SAMPLE = ROOT / "tests" / "data" / "flows-sample"
+RUNNER_SAMPLE = ROOT / "tests" / "data" / "flows-runner-sample"  # QUIC against the kernel
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")
                if p.name not in ("compare.ipynb", "history.ipynb"))  # hand-written, own tests
 CHECK = re.compile(r"^(\w+): (\d+) axes, (\d+) row\(s\)$", re.MULTILINE)
@@ -161,6 +162,8 @@ def plan(results: Results) -> dict[str, tuple[list[Path], dict[str, bool]]]:
         "flows.ipynb": (own("flows"), {"flowtime": "flows" in results,
                                        "fairness": "flows" in results,
                                        "share": "flows" in results, "quictcp": False}),
+        "conformance.ipynb": (own("conformance"), {
+            view: "conformance" in results for view in ("heatmap", "envelopes", "envelope")}),
     }
 
 
@@ -172,7 +175,8 @@ def test_notebooks_are_built_by_the_generator() -> None:
     assert proc.returncode == 0, proc.stderr
     assert set(NAMES) == {"buffers.ipynb", "crypto.ipynb", "interop.ipynb", "perf.ipynb",
                           "hardware.ipynb", "offloads.ipynb", "pinning.ipynb",
-                          "overview.ipynb", "paths.ipynb", "flows.ipynb"}
+                          "overview.ipynb", "paths.ipynb", "flows.ipynb",
+                          "conformance.ipynb"}
     for name in NAMES:
         nb = nbformat.read(NOTEBOOKS / name, as_version=4)
         nbformat.validate(nb)
@@ -239,3 +243,22 @@ def test_flows_notebook_on_the_flows_sample(tmp_path: Path, monkeypatch: pytest.
     assert "table fairness_cells: 2 row(s)" in output and "table shares: 6 row(s)" in output
     assert "table flow_results: 18 row(s)" in output
     assert "no bottleneck captures" in output  # the attempt without captures, not zeros
+
+
+def test_conformance_notebook_on_the_runner_sample(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heatmap, the cells, the envelopes and the transitivity tables of a real campaign
+    of QUIC flows against kernel TCP flows (tests/data/flows-runner-sample: quic-go/reno and
+    quiche/cubic, one attempt each)."""
+    target = tmp_path / RUNNER_SAMPLE.name
+    shutil.copytree(RUNNER_SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
+    campaigns, expect = plan({"conformance": target})["conformance.ipynb"]
+    nb = execute("conformance.ipynb", campaigns, monkeypatch)
+    output = texts(nb)
+    assert "2 attempt(s) from 1 campaign(s)" in output
+    check_views("conformance.ipynb", nb, expect)
+    assert "heatmap: 2 axes, 2 row(s)" in output  # the panel and its colour bar
+    assert "envelopes: 2 axes, 2 row(s)" in output and "table cells: 2 row(s)" in output
+    assert "envelope: 1 axes, 77 row(s)" in output  # quic-go/reno: 30 + 23 points, hulls
+    assert "table pairs: 4 row(s)" in output and "table transitivity: 0 row(s)" in output
+    assert "quiche/cubic" in output

@@ -36,12 +36,22 @@ from interop_runner.analysis.series import (
     load_perf_categories,
 )
 from interop_runner.analysis.stats import bootstrap_median_ci, cell_stats, flag_outliers, knee
+from interop_runner.analysis.transitivity import (
+    check_transitivity,
+    pairwise_shares,
+    transitivity,
+)
 
 if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with load_results
     # `x as x`: re-exported (listed in __all__ through _VIEWS, which linters cannot follow)
     from interop_runner.analysis.views import bottlenecks as bottlenecks
     from interop_runner.analysis.views import buffer_sweep as buffer_sweep
     from interop_runner.analysis.views import closed_form as closed_form
+    from interop_runner.analysis.views import (
+        conformance_envelope_grid as conformance_envelope_grid,
+    )
+    from interop_runner.analysis.views import conformance_envelopes as conformance_envelopes
+    from interop_runner.analysis.views import conformance_heatmap as conformance_heatmap
     from interop_runner.analysis.views import crypto as crypto
     from interop_runner.analysis.views import flow_fairness_sweep as flow_fairness_sweep
     from interop_runner.analysis.views import flow_quic_vs_tcp as flow_quic_vs_tcp
@@ -55,7 +65,8 @@ if _TYPE_CHECKING:  # the views import matplotlib: loaded on first use, not with
     from interop_runner.analysis.views import perf_categories as perf_categories
     from interop_runner.analysis.views import pinning as pinning
 
-_VIEWS = ("bottlenecks", "buffer_sweep", "closed_form", "crypto", "flow_fairness_sweep",
+_VIEWS = ("bottlenecks", "buffer_sweep", "closed_form", "conformance_envelope_grid",
+          "conformance_envelopes", "conformance_heatmap", "crypto", "flow_fairness_sweep",
           "flow_quic_vs_tcp", "flow_share_matrix", "flow_timeline", "goodput_over_time", "hardware",
           "interop_heatmap", "offloads", "path_buffer_sweep", "perf_categories", "pinning")
 
@@ -76,4 +87,5 @@ __all__ = ["compare", "compare_campaigns", "compare_variants", "facts_difference
            "load_interface_rates", "load_nic_queues", "load_perf_categories", "load_results",
            "summarize",
            "is_qir10g_tree", "load_qir10g", "load_qir10g_perf_categories",
-           "bootstrap_median_ci", "cell_stats", "flag_outliers", "knee", *_VIEWS]
+           "bootstrap_median_ci", "cell_stats", "flag_outliers", "knee",
+           "check_transitivity", "pairwise_shares", "transitivity", *_VIEWS]

@@ -40,8 +40,8 @@ from interop_runner.analysis.envelope import (
     retention,
 )
 
-__all__ = ["Cloud", "ConformanceResult", "as_trials", "axis_scale", "best_translation",
-           "cloud", "conformance", "overlaps"]
+__all__ = ["Cloud", "ConformanceResult", "Fitted", "as_trials", "axis_scale",
+           "best_translation", "cloud", "conformance", "fit_conformance", "overlaps"]
 
 Points = NDArray[np.float64]  # (n, 2): delay, throughput (ms, Mbit/s; or scaled)
 
@@ -208,6 +208,19 @@ def _shares(test: Cloud, reference: Cloud) -> tuple[tuple[float, float], Points]
     return (at_zero / total, best / total), -shift
 
 
+@dataclass(frozen=True)
+class Fitted:
+    """What :func:`fit_conformance` computed: the figures, both clouds on scaled axes (their
+    PEs and kept points) and ``units``: (ms, Mbit/s) per scaled unit of (delay,
+    throughput); multiply a scaled point or hull by it for data units
+    (:func:`~.envelope.hull_polygons`)."""
+
+    result: ConformanceResult
+    test: Cloud
+    reference: Cloud
+    units: Points
+
+
 def conformance(test_points: ArrayLike | Sequence[ArrayLike],
                 reference_points: ArrayLike | Sequence[ArrayLike], *, k: int | None = None,
                 k_max: int = K_MAX, seed: int = 0,
@@ -220,6 +233,15 @@ def conformance(test_points: ArrayLike | Sequence[ArrayLike],
     ``k``: clusters per trial of both PEs (None: chosen per cloud, the k before the steepest
     drop of R among 1 .. ``k_max``); ``seed``: k-means'; ``scale``: (ms, Mbit/s) per scaled
     unit of (delay, throughput) (None: the reference's standard deviation per axis)."""
+    return fit_conformance(test_points, reference_points, k=k, k_max=k_max, seed=seed,
+                           scale=scale).result
+
+
+def fit_conformance(test_points: ArrayLike | Sequence[ArrayLike],
+                    reference_points: ArrayLike | Sequence[ArrayLike], *,
+                    k: int | None = None, k_max: int = K_MAX, seed: int = 0,
+                    scale: tuple[float, float] | None = None) -> Fitted:
+    """:func:`conformance` with the clouds it was computed on (to draw their envelopes)."""
     tests, references = as_trials(test_points), as_trials(reference_points)
     pooled_test, pooled_ref = np.vstack(tests), np.vstack(references)
     units = np.asarray(scale, dtype=np.float64) if scale is not None else \
@@ -229,7 +251,7 @@ def conformance(test_points: ArrayLike | Sequence[ArrayLike],
     shares, delta = _shares(test, reference)
     delta = delta * units + 0.0  # + 0.0: 0, not -0, when no translation helps
     mean_delta = pooled_test.mean(axis=0) - pooled_ref.mean(axis=0)
-    return ConformanceResult(
+    result = ConformanceResult(
         conformance=shares[0], conformance_t=shares[1],
         delta_throughput=float(delta[1]), delta_delay=float(delta[0]),
         delta_mean_throughput=float(mean_delta[1]), delta_mean_delay=float(mean_delta[0]),
@@ -239,3 +261,4 @@ def conformance(test_points: ArrayLike | Sequence[ArrayLike],
         retained_reference=len(reference.kept) / len(pooled_ref),
         retention_test=test.retention, retention_reference=reference.retention,
         scale_throughput=float(units[1]), scale_delay=float(units[0]))
+    return Fitted(result, test, reference, units)

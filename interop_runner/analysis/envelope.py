@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["Envelope", "Hull", "K_MAX", "TOLERANCE", "choose_k", "clusters", "hull_of",
-           "performance_envelope", "retention"]
+           "hull_polygons", "performance_envelope", "retention"]
 
 Points = NDArray[np.float64]  # (n, 2)
 
@@ -141,6 +141,16 @@ class Envelope:
     @cached_property
     def _raster(self) -> _Raster:
         return _Raster.of(self)
+
+
+def hull_polygons(envelope: Envelope, scale: Sequence[float] = (1.0, 1.0)
+                  ) -> list[list[Points]]:
+    """Per trial of the envelope, each hull's corners in order, multiplied per axis by
+    ``scale`` (units per scaled unit: the polygons in data units); a hull without area is
+    its segment's two ends (one point: twice). For drawing: the PE is where a hull of every
+    trial overlaps."""
+    units = np.asarray(scale, dtype=np.float64)
+    return [[hull.corners * units for hull in hulls] for hulls in envelope.trials]
 
 
 @dataclass(frozen=True)

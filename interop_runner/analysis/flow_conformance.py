@@ -15,6 +15,7 @@ or there is no such flow, the figures are <NA> and ``conformance_missing`` says 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,8 @@ from interop_runner.analysis.conformance import conformance
 from interop_runner.analysis.envelope import K_MAX
 from interop_runner.analysis.flows import load_flow_results, load_flows
 
-__all__ = ["FLOW_CONFORMANCE_COLUMNS", "MIN_TRIAL_POINTS", "RESULT_COLUMNS",
-           "conformance_table", "flow_conformance"]
+__all__ = ["FLOW_CONFORMANCE_COLUMNS", "FlowClouds", "MIN_TRIAL_POINTS", "RESULT_COLUMNS",
+           "conformance_table", "flow_clouds", "flow_conformance"]
 
 #: A trial needs this many points (a hull needs 3 to have an area).
 MIN_TRIAL_POINTS = 3
@@ -107,18 +108,23 @@ def _first(values: "pd.Series[Any]") -> Any:
 def _cell_rows(cell: pd.DataFrame, points: dict[tuple[str, int], Any],
                missing: dict[tuple[str, int], str], options: dict[str, Any]
                ) -> list[dict[str, Any]]:
-    """One row per QUIC flow label of the cell. A cell of kernel TCP flows only is the
-    kernel against itself (the testbed's noise floor): every TCP label but the first by
-    name against that first. One row, label <NA>, without either."""
+    """One row per QUIC flow label of the cell (see :func:`_tested`); one row, label
+    <NA>, without a flow to test."""
+    quic, tcp = _tested(cell)
+    if quic.empty:
+        return [{"conformance_missing": "no QUIC flow in the cell"}]
+    return [_flow_row(_clouds(str(label), flows, tcp, points, missing), options)
+            for label, flows in quic.groupby("label", sort=True)]
+
+
+def _tested(cell: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the flows to test, the kernel TCP flows) of a cell. A cell of kernel TCP flows only
+    is the kernel against itself (the testbed's noise floor): every TCP label but the first
+    by name against that first."""
     kind = cell["kind"].astype("string")
     quic = cell[(kind == "quic").fillna(False).to_numpy()]
     tcp = cell[(kind == "tcp").fillna(False).to_numpy()]
-    if quic.empty:
-        quic, tcp = _kernel_against_itself(tcp)
-        if quic.empty:
-            return [{"conformance_missing": "no QUIC flow in the cell"}]
-    return [_flow_row(str(label), flows, tcp, points, missing, options)
-            for label, flows in quic.groupby("label", sort=True)]
+    return _kernel_against_itself(tcp) if quic.empty else (quic, tcp)
 
 
 def _kernel_against_itself(tcp: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -135,27 +141,72 @@ def _kernel_against_itself(tcp: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
     return tcp[in_pair & ~is_reference], tcp[is_reference]
 
 
-def _flow_row(label: str, flows: pd.DataFrame, tcp: pd.DataFrame,
-              points: dict[tuple[str, int], Any], missing: dict[tuple[str, int], str],
-              options: dict[str, Any]) -> dict[str, Any]:
-    """The row of one QUIC flow label: its identity and figures, or why there are none."""
+@dataclass(frozen=True)
+class FlowClouds:
+    """A tested flow's cloud and its reference's in one cell: the trials as (n, 2) arrays of
+    (delay ms, throughput Mbit/s), or ``missing``: why there are none (then both empty)."""
+
+    label: str
+    server: Any
+    congestion_control: Any
+    reference_label: str | None
+    test: Trials
+    reference: Trials
+    missing: str | None
+
+
+def _clouds(label: str, flows: pd.DataFrame, tcp: pd.DataFrame,
+            points: dict[tuple[str, int], Any], missing: dict[tuple[str, int], str]
+            ) -> FlowClouds:
+    """The clouds of one tested flow label against the cell's kernel TCP flows."""
     control = _first(flows["congestion_control"])
-    row: dict[str, Any] = {"label": label, "server": _first(flows["server"]),
-                           "congestion_control": control}
+    none = FlowClouds(label, _first(flows["server"]), control, None, [], [], None)
     ok = flows[(flows["status"].astype("string") == "ok").fillna(False).to_numpy()]
     if ok.empty:
-        return {**row, "conformance_missing": "the flow ended ok in no attempt"}
+        return replace(none, missing="the flow ended ok in no attempt")
     reference = _reference(tcp, set(ok["path"].astype(str)), control)
     if reference is None:
-        return {**row, "conformance_missing": "no kernel TCP flow of congestion control "
-                f"{control or '<unknown>'} in the attempts where the flow ended ok"}
-    row["reference_label"] = _first(reference["label"])
+        return replace(none, missing="no kernel TCP flow of congestion control "
+                       f"{control or '<unknown>'} in the attempts where the flow ended ok")
+    none = replace(none, reference_label=_first(reference["label"]))
     test_trials, test_reason = _trials(ok, points, missing, "test")
     ref_trials, ref_reason = _trials(reference, points, missing, "reference")
     if test_reason or ref_reason:
-        return {**row, "conformance_missing": test_reason or ref_reason}
-    result = conformance(test_trials, ref_trials, **options).as_dict()
+        return replace(none, missing=test_reason or ref_reason)
+    return replace(none, test=test_trials, reference=ref_trials)
+
+
+def _flow_row(clouds: FlowClouds, options: dict[str, Any]) -> dict[str, Any]:
+    """The row of one tested flow label: its identity and figures, or why there are none."""
+    row: dict[str, Any] = {"label": clouds.label, "server": clouds.server,
+                           "congestion_control": clouds.congestion_control,
+                           "reference_label": clouds.reference_label}
+    if clouds.missing:
+        return {**row, "conformance_missing": clouds.missing}
+    result = conformance(clouds.test, clouds.reference, **options).as_dict()
     return {**row, **{c: result[c] for c in RESULT_COLUMNS}}
+
+
+def flow_clouds(flows: pd.DataFrame, flow_results: pd.DataFrame, label: str,
+                delay: str = "queue_delay_ms_mean", **cell: Any) -> FlowClouds:
+    """The clouds :func:`conformance_table` compares for the flow ``label`` in the first
+    cell (by its columns, sorted) whose columns equal ``cell`` (e.g. ``flow_set=...,
+    axis_buffer="1bdp"``; none given: any cell) and that has that flow. ``missing`` says
+    why there are no clouds, also when no such cell exists."""
+    rows = flow_results
+    for column, value in cell.items():
+        if column not in rows.columns:
+            return FlowClouds(label, None, None, None, [], [], f"no column {column}")
+        values = rows[column].astype("string")
+        rows = rows[values.isna().to_numpy() if pd.isna(value)
+                    else values.eq(str(value)).fillna(False).to_numpy()]
+    columns = [*CELL, *(c for c in flow_results.columns if c.startswith("axis_"))]
+    for _, group in rows.groupby(columns, sort=True, dropna=False):
+        tested, tcp = _tested(group)
+        mine = tested[(tested["label"].astype("string") == label).fillna(False).to_numpy()]
+        if not mine.empty:
+            return _clouds(label, mine, tcp, _points(flows, delay), _missing(flows))
+    return FlowClouds(label, None, None, None, [], [], f"no cell with a tested flow {label}")
 
 
 def _reference(tcp: pd.DataFrame, paths: set[str], control: Any) -> pd.DataFrame | None:

@@ -24,8 +24,8 @@ from interop_runner.errors import StoreError
 from interop_runner.storage.run_record import read_run
 
 __all__ = ["FLOW_RESULT_COLUMNS", "SERIES_KEYS", "WELCH_COLUMNS", "fairness_summary",
-           "flow_share_summary", "load_flow_results", "load_flows", "quic_vs_tcp",
-           "significance"]
+           "flow_share_summary", "load_flow_results", "load_flows", "path_conditions",
+           "quic_vs_tcp", "significance"]
 
 # an attempt's identity in the flow frames (axis_<name> columns follow variant)
 ID_COLUMNS = ["campaign", "flow_set", "variant", "repetition", "attempt", "path"]
@@ -213,6 +213,18 @@ def fairness_summary(results: pd.DataFrame, by: Sequence[str] = ("flow_set", "va
     if table.empty:
         return table.assign(mean_ci_low=[], mean_ci_high=[])
     return _with_mean_ci(table, data, list(by), value, confidence)
+
+
+def path_conditions(flows: pd.DataFrame) -> list[str]:
+    """The columns that name a path condition: the swept axes other than the one that
+    chooses the set of flows (its values and the flow sets go one to one); without a sweep,
+    the variant; none when only the set of flows is swept."""
+    axes = [c for c in flows.columns if c.startswith("axis_") and flows[c].nunique() > 1]
+    sets = [c for c in axes if "flow_set" in flows.columns
+            and flows.groupby(c, dropna=False)["flow_set"].nunique().max() == 1
+            and flows[c].nunique() == flows["flow_set"].nunique()]
+    conditions = [c for c in axes if c not in sets]
+    return conditions if conditions or sets else ["variant"]
 
 
 def significance(p_value: float) -> str:

@@ -45,6 +45,32 @@ FLOW_VIEWS: tuple[View, ...] = (
          "QUIC and TCP flows in one flow set.", needs_column=_NO_FLOWS),
 )
 
+# the Conformance section (paper 000, docs/conformance.md): for a campaign with competing
+# flows; a view whose frame is empty (no QUIC flow against a kernel TCP flow of its congestion
+# control, nor two kernel flows of one) is skipped as having no data
+CONFORMANCE_VIEWS: tuple[View, ...] = (
+    View("conformance", "Conformance: against the kernel (000 Fig. 6)",
+         "conformance_heatmap", "paths",
+         "Per tested flow (implementation/congestion control; tcp/<cc>#2 is the kernel "
+         "against itself, the testbed's noise floor) and bottleneck buffer, a panel per "
+         "RTT: Conformance, the share of both flows' (delay, throughput) points that lie in "
+         "both performance envelopes (colour, 1 = behaves like the kernel's), Conformance-T "
+         "after the best translation of the test envelope, and that translation as "
+         "(Δ-throughput Mbit/s, Δ-delay ms), test minus kernel. Low Conformance with high "
+         "Conformance-T: the same shape, shifted (a tuning parameter such as a pacing or "
+         "cwnd gain); both low: a different behaviour. NA: no figures, the reason is in "
+         "the table.", needs_column=_NO_FLOWS,
+         table=("conformance_cells", "Conformance per cell")),
+    View("conformance-envelopes", "Conformance: performance envelopes (000 Figs. 1, 7)",
+         "conformance_envelope_grid", "paths",
+         "The tested flow's (red) and the kernel's (blue) points in the delay-throughput "
+         "plane, each trial's convex hulls of its k-means clusters filled lightly (the "
+         "envelope is where every trial's hulls overlap; crosses: outliers outside it) and "
+         "the test envelope moved by the Conformance-T translation dashed. Shown: the "
+         "kernel against itself first, then the least conformant cells (at most 9).",
+         needs_column=_NO_FLOWS),
+)
+
 VIEWS: tuple[View, ...] = (
     View("interop", "Interop matrix (Fig. 6)", "interop_heatmap", "frame",
          "Median goodput of every server x client pair. Compare rows (servers) and columns "
@@ -74,6 +100,7 @@ VIEWS: tuple[View, ...] = (
          needs_column=("path_key", "no emulated path in this campaign (the direct link)"),
          table=("path_calibration_frame", "Path calibration: configured against measured")),
     *FLOW_VIEWS,
+    *CONFORMANCE_VIEWS,
     View("crypto", "Ciphers and AES hardware (Fig. 5)", "crypto", "frame",
          "AES-GCM with and without AES-NI against ChaCha20-Poly1305. QUIC usually loses less "
          "than TCP/TLS without hardware AES (small records, encrypted ACKs)."),

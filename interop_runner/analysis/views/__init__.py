@@ -27,6 +27,12 @@ view                   what it plots                                            
 ``flow_fairness_sweep``  Jain's index against the swept parameter, t interval        -
 ``flow_share_matrix``  bandwidth share of one flow against another, per label pair   -
 ``flow_quic_vs_tcp``   QUIC flows against TCP per path condition, Welch's t-test     -
+``conformance_heatmap``  implementation/CC x buffer: Conformance, Conformance-T and   000
+                       the translation vector, a panel per RTT (table:             Fig. 6
+                       ``conformance_cells``)
+``conformance_envelopes``  a tested flow's and its kernel reference's clouds with      000
+                       their envelopes' hulls, the translated test dashed           Fig. 1, 7
+``conformance_envelope_grid``  the envelopes of the report's selection of cells      -
 ``history_series``     one history series over its campaigns, change points marked   -
                        (input: the points and change points of analysis.history)
 ``closed_form``        goodput against loss and RTT under each pair's closed-form    003
@@ -41,6 +47,16 @@ from interop_runner.analysis.views.ceilings import (
     closed_form,
     closed_form_figure,
     closed_form_frame,
+)
+from interop_runner.analysis.views.conformance import (
+    conformance_cells,
+    conformance_envelope_grid,
+    conformance_envelopes,
+    conformance_envelopes_figure,
+    conformance_envelopes_frame,
+    conformance_heatmap,
+    conformance_heatmap_figure,
+    conformance_heatmap_frame,
 )
 from interop_runner.analysis.views.flows import (
     flow_fairness_figure,
@@ -72,7 +88,10 @@ from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
 __all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "closed_form", "closed_form_figure",
-           "closed_form_frame", "crypto", "flow_fairness_figure",
+           "closed_form_frame", "conformance_cells", "conformance_envelope_grid",
+           "conformance_envelopes", "conformance_envelopes_figure",
+           "conformance_envelopes_frame", "conformance_heatmap", "conformance_heatmap_figure",
+           "conformance_heatmap_frame", "crypto", "flow_fairness_figure",
            "flow_fairness_frame", "flow_fairness_sweep", "flow_fairness_table",
            "flow_quic_vs_tcp", "flow_quic_vs_tcp_figure", "flow_quic_vs_tcp_frame",
            "flow_share_figure", "flow_share_frame", "flow_share_matrix", "flow_timeline",

@@ -25,6 +25,7 @@ from interop_runner.analysis.flows import (
     fairness_summary,
     load_flow_results,
     load_flows,
+    path_conditions,
     quic_vs_tcp,
 )
 from interop_runner.analysis.stats import axis_number, axis_order
@@ -246,18 +247,6 @@ def flow_share_matrix(source: Source) -> tuple[pd.DataFrame, Figure]:
 
 # ---------------------------------------------------------------- QUIC against TCP
 
-def path_conditions(flows: pd.DataFrame) -> list[str]:
-    """The columns that name a path condition: the swept axes other than the one that
-    chooses the set of flows (its values and the flow sets go one to one); without a sweep,
-    the variant; none when only the set of flows is swept."""
-    axes = [c for c in flows.columns if c.startswith("axis_") and flows[c].nunique() > 1]
-    sets = [c for c in axes if "flow_set" in flows.columns
-            and flows.groupby(c, dropna=False)["flow_set"].nunique().max() == 1
-            and flows[c].nunique() == flows["flow_set"].nunique()]
-    conditions = [c for c in axes if c not in sets]
-    return conditions if conditions or sets else ["variant"]
-
-
 def flow_quic_vs_tcp_frame(source: Source, metric: str | None = None) -> pd.DataFrame:
     """:func:`~.flows.quic_vs_tcp` of the per-flow frame (or of campaign paths) per path
     condition (:func:`path_conditions`) on ``metric``: by default the bandwidth share when
@@ -320,4 +309,4 @@ __all__ = ["flow_fairness_figure", "flow_fairness_frame", "flow_fairness_sweep",
            "flow_fairness_table", "flow_quic_vs_tcp", "flow_quic_vs_tcp_figure",
            "flow_quic_vs_tcp_frame", "flow_share_figure",
            "flow_share_frame", "flow_share_matrix", "flow_timeline", "flow_timeline_figure",
-           "flow_timeline_frame"]
+           "flow_timeline_frame", "path_conditions"]
