@@ -9,10 +9,12 @@
 The statistics live in :mod:`interop_runner.analysis.ab.compare` and the text in
 :mod:`interop_runner.report.compare_text`; this module parses the options, loads the results,
 checks the host facts, lets :func:`~interop_runner.analysis.ab.compare.compare_variants` choose
-paired statistics for arms run back to back (``--unpaired`` forbids it), writes the rendered
-terminal table, Markdown (for a pull request comment) or JSON, and sets the exit status: 5
-when any cell is ``slower`` or any side's CPU cost per byte ``costlier`` (for CI gating), 0
-otherwise, 2 for a usage error (one line on stderr, no traceback).
+paired statistics for arms run back to back (``--unpaired`` forbids it), compares the
+conformance of campaigns with flow sets (:mod:`interop_runner.analysis.ab.conformance`),
+writes the rendered terminal table, Markdown (for a pull request comment) or JSON, and sets
+the exit status: 5 when any cell is ``slower``, any side's CPU cost per byte ``costlier`` or
+any flow's conformance ``worse`` (for CI gating), 0 otherwise, 2 for a usage error (one line
+on stderr, no traceback).
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ DESCRIPTION = (
     "--unpaired. Two campaigns must have "
     "run on hosts with the same facts (CPU, cores, kernel, NIC driver/speed, MTU, buffer "
     "sysctls) unless --force. The same rule gives each side's CPU cost per byte (CPU-s/GiB) "
-    "a verdict: 'costlier'/'cheaper'/'no change'/'inconclusive'. Exit status: 0, or 5 when "
-    "any cell is slower or costlier (CI gate; --ignore-cpu: slower only); 2 for "
-    "usage errors. Details: docs/compare.md.")
+    "a verdict: 'costlier'/'cheaper'/'no change'/'inconclusive', and, for campaigns with "
+    "flow sets, each QUIC flow's conformance against the kernel's congestion control (per "
+    "attempt, a difference of shares): 'better'/'worse'/'no change'/'inconclusive'. Exit "
+    "status: 0, or 5 when any cell is slower, costlier or worse (CI gate; --ignore-cpu, "
+    "--ignore-conformance leave those out); 2 for usage errors. Details: docs/compare.md.")
 
 
 def register(subparsers: Any) -> None:
@@ -85,6 +89,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--ignore-cpu", action="store_true",
                    help="exit 5 only for slower goodput, not for a costlier CPU cost per byte "
                         "(the CPU verdicts are still shown)")
+    p.add_argument("--conformance-min-effect", type=float, default=None, metavar="SHARE",
+                   help="smallest change of conformance that matters, in share points "
+                        "(default 0.1; campaigns with flow sets)")
+    p.add_argument("--ignore-conformance", action="store_true",
+                   help="exit 5 not for a worse conformance (the verdicts are still shown)")
     p.add_argument("--force", action="store_true",
                    help="compare campaigns whose host facts differ (the output says so)")
     p.add_argument("--plan", action="store_true",
@@ -115,8 +124,10 @@ def _check_options(args: argparse.Namespace) -> None:
                         "not both")
     if args.column is not None and args.variants is None:
         raise UserError("--column only goes with --variants")
-    if args.min_effect < 0:
-        raise UserError(f"--min-effect must not be negative, not {args.min_effect}")
+    for name in ("min_effect", "conformance_min_effect"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise UserError(f"--{name.replace('_', '-')} must not be negative, not {value}")
     for name in ("confidence", "alpha", "power"):
         value = getattr(args, name)
         if not 0 < value < 1:
@@ -183,6 +194,27 @@ class _Sides:
         out.attrs["campaign"] = str(args.a)
         return out
 
+    def conformance(self, result: "pd.DataFrame") -> "pd.DataFrame | None":
+        """The conformance comparison (None: neither side ran flow sets), with the goodput
+        comparison's method (paired or not) and settings."""
+        from interop_runner.analysis.ab.conformance import (
+            MIN_EFFECT,
+            conformance_of_campaigns,
+            conformance_of_variants,
+            has_flows,
+        )
+
+        args = self.args
+        if not any(has_flows(f) for f in (self.frame_a, self.frame_b) if f is not None):
+            return None
+        chosen = args.conformance_min_effect
+        options = {**self.stats, "paired": result.attrs.get("method") == "paired",
+                   "min_effect": MIN_EFFECT if chosen is None else chosen}
+        if self.frame_b is not None:
+            return conformance_of_campaigns(args.a, args.b, **options)
+        x, y = args.variants
+        return conformance_of_variants(args.a, str(result.attrs["column"]), x, y, **options)
+
     def planned(self, result: "pd.DataFrame") -> "pd.DataFrame | None":
         """With --plan: the repetitions each cell needs."""
         from interop_runner.analysis.ab.compare import find_column, plan, split_variants
@@ -205,8 +237,9 @@ class _Sides:
 
 def _compare(args: argparse.Namespace) -> int:
     from interop_runner.analysis.ab.compare import NotComparableError
+    from interop_runner.analysis.ab.conformance import worse
     from interop_runner.analysis.ab.cost import compare_cost, costlier
-    from interop_runner.report.compare_text import render
+    from interop_runner.report.conformance_text import render_comparison
 
     _check_options(args)
     stats = dict(min_effect=args.min_effect, confidence=args.confidence, alpha=args.alpha,
@@ -216,21 +249,24 @@ def _compare(args: argparse.Namespace) -> int:
         result = sides.compare(sides.frame_a, sides.frame_b)
         cost = compare_cost(sides.compare, sides.frame_a, sides.frame_b)
         plan_frame = sides.planned(result)
+        conformance = sides.conformance(result) if not result.empty else None
     except NotComparableError as exc:
         raise UserError(str(exc)) from None
     if result.empty:
         raise UserError("nothing to compare: no ok or failed attempts on either side")
     result.attrs.update(forced=bool(sides.differences), host_differences=sides.differences)
-    _emit(args, render(result, args.format, plan_frame, cost), result, cost)
+    _emit(args, render_comparison(result, args.format, plan_frame, cost, conformance),
+          result, cost, conformance)
     slower = bool((result["verdict"] == "slower").any())
-    gate = slower or (costlier(cost) and not args.ignore_cpu)
+    gate = (slower or (costlier(cost) and not args.ignore_cpu)
+            or (conformance is not None and worse(conformance) and not args.ignore_conformance))
     return ExitCode.SLOWER_OR_REGRESSION if gate else ExitCode.OK
 
 
 def _emit(args: argparse.Namespace, text: str, result: "pd.DataFrame",
-          cost: "pd.DataFrame") -> None:
+          cost: "pd.DataFrame", conformance: "pd.DataFrame | None") -> None:
     """The text on stdout, or written to --output with a summary line on stdout."""
-    from interop_runner.report.compare_text import output_summary
+    from interop_runner.report.conformance_text import output_summary
 
     if args.output is None:
         print(text, end="")
@@ -239,4 +275,4 @@ def _emit(args: argparse.Namespace, text: str, result: "pd.DataFrame",
         args.output.write_text(text)
     except OSError as exc:
         raise UserError(f"{args.output}: cannot write: {exc}") from None
-    print(f"{args.output}: {output_summary(result, cost)}")
+    print(f"{args.output}: {output_summary(result, cost, conformance)}")

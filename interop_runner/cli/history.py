@@ -5,7 +5,8 @@
     run.py history ingest DIR... [--db PATH] [--rebuild]
     run.py history show [--db PATH] [--server S --client C --testbed T --series ID]
                         [--metric M] [--by time|version] [--plot OUT.png]
-    run.py history check [--db PATH] [--metric goodput|cpu|all] [--alpha A] [--min-effect F]
+    run.py history check [--db PATH] [--metric goodput|cpu|conformance|all] [--alpha A]
+                         [--min-effect F] [--conformance-min-effect D]
 
 The work is in :mod:`interop_runner.analysis.history` and the text in
 :mod:`interop_runner.report.history_text`; this module parses options, prints and sets the exit
@@ -57,8 +58,10 @@ CHECK_DESCRIPTION = (
     "Print every significant change point of every series: where (campaign, date, versions "
     "on both sides), the median of campaign medians before and after, the relative change with "
     "its hierarchical bootstrap CI, the permutation p-value and whether it is a regression "
-    "(goodput down, CPU cost up). Candidates come from PELT on the log campaign medians; a "
-    "change counts when the CI excludes 0, |change| >= --min-effect and p < --alpha, tested "
+    "(goodput down, CPU cost up, conformance down, an offset from the kernel farther from 0). "
+    "Candidates come from PELT on the log campaign medians (conformance series: on the "
+    "values); a change counts when the CI excludes 0, |change| >= --min-effect (conformance: "
+    "a difference >= --conformance-min-effect) and p < --alpha, tested "
     "at the campaign level. Exit 5 when, for some series and metric, the newest significant "
     "change point is a regression (the newest campaign of the series lies in the regressed "
     "segment: it opened it or came after it, and no later significant change brought it back); "
@@ -127,13 +130,18 @@ def _register_check(actions: "argparse._SubParsersAction[Any]") -> None:
     p = _action(actions, "check", "change points of every series; exit 5 on an open regression",
                 CHECK_DESCRIPTION)
     _selection(p)
-    p.add_argument("--metric", choices=("goodput", "cpu", "all"), default="goodput",
-                   help="goodput (Mbit/s), cpu (CPU-s/GiB and cycles/byte of both sides) or "
-                        "all (default goodput)")
+    p.add_argument("--metric", choices=("goodput", "cpu", "conformance", "all"),
+                   default="goodput",
+                   help="goodput (Mbit/s), cpu (CPU-s/GiB and cycles/byte of both sides), "
+                        "conformance (conformance, Conformance-T, delta throughput and delay "
+                        "of each stack's flows against the kernel's) or all (default goodput)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="significance level of the permutation rank test (default 0.05)")
     p.add_argument("--min-effect", type=float, default=0.02, metavar="FRACTION",
                    help="smallest relative change that counts (default 0.02 = 2 %%)")
+    p.add_argument("--conformance-min-effect", type=float, default=0.1, metavar="SHARE",
+                   help="smallest change of conformance and Conformance-T that counts, in "
+                        "share points (default 0.1)")
     p.add_argument("--min-size", type=int, default=2, metavar="N",
                    help="fewest campaigns on each side of a change point (default 2)")
     p.add_argument("--recent", type=int, default=None, metavar="N",
@@ -265,20 +273,45 @@ def _show_one(args: argparse.Namespace, frame: "pd.DataFrame", row: "pd.Series[A
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Print the change points; exit 5 when a series' newest point is in a regression."""
+    import pandas as pd
+
     from interop_runner.analysis.history import ChangePointSettings, check, open_regressions
-    from interop_runner.analysis.history.series import METRIC_GROUPS, series_count
+    from interop_runner.analysis.history.series import (
+        ATTEMPT_METRICS,
+        METRIC_GROUPS,
+        series_count,
+    )
     from interop_runner.report.history_text import check_summary, describe_changes
 
-    if not 0 < args.alpha < 1 or args.min_effect < 0 or args.min_size < 1:
+    if not 0 < args.alpha < 1 or args.min_effect < 0 or args.min_size < 1 \
+            or args.conformance_min_effect < 0:
         raise UserError("history check: --alpha must be in (0, 1), --min-effect >= 0, "
-                        "--min-size >= 1")
-    frame = _frame(args)
+                        "--conformance-min-effect >= 0, --min-size >= 1")
     settings = ChangePointSettings(alpha=args.alpha, min_effect=args.min_effect,
-                                   min_size=args.min_size)
-    changes = check(frame, METRIC_GROUPS[args.metric], settings)
+                                   min_size=args.min_size,
+                                   conformance_min_effect=args.conformance_min_effect)
+    metrics = METRIC_GROUPS[args.metric]
+    frames = [(_frame(args), [m for m in metrics if m in ATTEMPT_METRICS])]
+    if any(m not in ATTEMPT_METRICS for m in metrics):
+        frames.append((_conformance_frame(args), [m for m in metrics
+                                                  if m not in ATTEMPT_METRICS]))
+    parts = [check(frame, wanted, settings) for frame, wanted in frames if wanted]
+    changes = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     for line in describe_changes(changes):
         print(line)
     hits = open_regressions(changes, args.recent)
-    print(check_summary(series_count(frame), len(changes), len(hits)))
+    n_series = sum(series_count(frame) for frame, wanted in frames if wanted)
+    print(check_summary(n_series, len(changes), len(hits)))
     return ExitCode.SLOWER_OR_REGRESSION if len(hits) else ExitCode.OK
 
+
+def _conformance_frame(args: argparse.Namespace) -> "pd.DataFrame":
+    """The conformance series' rows, filtered as the attempts are (``--server``: the stack,
+    ``--client``: the kernel reference flow, e.g. tcp/cubic)."""
+    from interop_runner.analysis.history.db import load_conformance
+    from interop_runner.analysis.history.series import conformance_series_rows, filter_series
+
+    db = args.db or DEFAULT_RESULTS / "history.duckdb"
+    frame = conformance_series_rows(load_conformance(db, include_synthetic=not args.no_synthetic))
+    return filter_series(frame, testbed=args.testbed, server=args.server, client=args.client,
+                         testcase=args.testcase, series=args.series)

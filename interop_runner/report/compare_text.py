@@ -22,14 +22,20 @@ def render(result: pd.DataFrame, fmt: str, plan_frame: pd.DataFrame | None = Non
     """The comparison (and the plan, and the CPU cost per byte) as ``table``, ``markdown``
     or ``json`` text."""
     if fmt == "json":
-        out = to_json(result, plan_frame)
-        if cost is not None:
-            out["cpu_cost"] = {"unit": "CPU-s/GiB", "summary": _counts(cost),
-                               "cells": _records(cost)}
-        return json.dumps(out, indent=2) + "\n"
+        return json.dumps(json_document(result, plan_frame, cost), indent=2) + "\n"
     if fmt == "markdown":
         return to_markdown(result, plan_frame) + ("" if cost is None else cost_markdown(cost))
     return to_table(result, plan_frame) + ("" if cost is None else cost_table(cost))
+
+
+def json_document(result: pd.DataFrame, plan_frame: pd.DataFrame | None = None,
+                  cost: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The JSON output as a dict: :func:`to_json` and, with ``cost``, ``cpu_cost``."""
+    out = to_json(result, plan_frame)
+    if cost is not None:
+        out["cpu_cost"] = {"unit": "CPU-s/GiB", "summary": _counts(cost),
+                           "cells": _records(cost)}
+    return out
 
 
 def _counts(result: pd.DataFrame) -> dict[str, int]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from interop_runner.analysis.history.changepoints import LINEAR_METRICS
 from interop_runner.analysis.history.ingest import Ingested, IngestReport
 from interop_runner.analysis.history.series import UNITS
 
@@ -74,8 +75,16 @@ def describe_changes(changes: pd.DataFrame) -> list[str]:
             f"{open_} at {c.campaign} ({str(c.time)[:10]}), {c.versions_before} -> "
             f"{c.versions_after}: {c.median_before:.4g} -> {c.median_after:.4g} "
             f"{UNITS[str(c.metric)]} ({c.n_before}/{c.n_after} campaigns), "
-            f"{c.rel_change:+.1%} [{c.ci_low:+.1%}, {c.ci_high:+.1%}], p={c.p_value:.4f}")
+            f"{_change(c)}, p={c.p_value:.4f}")
     return lines
+
+
+def _change(c: Any) -> str:
+    """The change and its CI: relative in %, or for a linear metric (a conformance) a
+    difference in its unit."""
+    if str(c.metric) in LINEAR_METRICS:
+        return f"{c.rel_change:+.3g} [{c.ci_low:+.3g}, {c.ci_high:+.3g}] {UNITS[str(c.metric)]}"
+    return f"{c.rel_change:+.1%} [{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
 
 
 def check_summary(n_series: int, n_changes: int, n_open: int) -> str:

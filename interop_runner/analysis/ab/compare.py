@@ -104,6 +104,8 @@ IMPLEMENTATION_COLUMNS = ("server", "client", "implementation")
 
 
 METHODS: tuple[str, ...] = ("paired", "unpaired")
+# How a change is measured: a ratio (goodput, CPU cost) or a difference (a conformance).
+CHANGES: tuple[str, ...] = ("relative", "absolute")
 # The columns of a compare() result after the key columns.
 RESULT_COLUMNS: tuple[str, ...] = (
     "n_a", "n_b", "failed_a", "failed_b", "n_pairs", "unpaired_a", "unpaired_b", "median_a",
@@ -218,26 +220,32 @@ def _pair_keys(frame: pd.DataFrame, keys: Sequence[str]) -> set[tuple[str, ...]]
 # ---------------------------------------------------------------------------- comparison ----
 
 
-def _cell_stats(x: np.ndarray, y: np.ndarray, pairs: Pairs | None, *, confidence: float,
-                n_boot: int, rng: np.random.Generator) -> tuple[float, float, float, float]:
-    """(rel_diff, ci_low, ci_high, p_value) of one cell, paired when ``pairs`` is given."""
+def _cell_stats(x: np.ndarray, y: np.ndarray, pairs: Pairs | None, s: "CompareSettings",
+                rng: np.random.Generator) -> tuple[float, float, float, float]:
+    """(rel_diff, ci_low, ci_high, p_value) of one cell, paired when ``pairs`` is given;
+    with ``s.change`` ``absolute`` the change is a difference, not a ratio."""
+    absolute = s.change == "absolute"
     if pairs is not None:
         if not pairs.a.size:
             return (math.nan, math.nan, math.nan, math.nan)
-        low, high = paired_bootstrap_ci(pairs.a, pairs.b, confidence=confidence,
-                                        n_boot=n_boot, rng=rng)
-        return (paired_change(pairs.a, pairs.b), low, high, wilcoxon_p(pairs.a, pairs.b))
+        low, high = paired_bootstrap_ci(pairs.a, pairs.b, confidence=s.confidence,
+                                        n_boot=s.n_boot, rng=rng, absolute=absolute)
+        return (paired_change(pairs.a, pairs.b, absolute), low, high,
+                wilcoxon_p(pairs.a, pairs.b, absolute))
+    if not (x.size and y.size):
+        return (math.nan, math.nan, math.nan, mann_whitney_p(x, y))
     med_a, med_b = _medians(x), _medians(y)
-    rel = med_b / med_a - 1 if x.size and y.size and med_a > 0 else math.nan
-    low, high = bootstrap_ci(x, y, confidence=confidence, n_boot=n_boot, rng=rng) \
-        if x.size and y.size else (math.nan, math.nan)
+    rel = med_b - med_a if absolute else med_b / med_a - 1 if med_a > 0 else math.nan
+    low, high = bootstrap_ci(x, y, confidence=s.confidence, n_boot=s.n_boot, rng=rng,
+                             absolute=absolute)
     return (rel, low, high, mann_whitney_p(x, y))
 
 
 def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float = 0.02,
             confidence: float = 0.95, n_boot: int = 10_000, seed: int = 0,
             alpha: float = 0.05, by: Sequence[str] | None = None,
-            min_samples: int = 5, paired: bool = False) -> pd.DataFrame:
+            min_samples: int = 5, paired: bool = False,
+            change: str = "relative") -> pd.DataFrame:
     """Compare the goodput of side B against side A per cell.
 
     ``frame_a``/``frame_b`` are results frames (:func:`~.results.load_results`, or any frame
@@ -255,13 +263,17 @@ def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float =
     ``paired=True`` (both frames from one campaign in ``order: paired``; see
     :func:`compare_variants`): the attempts are matched by :func:`pair_up`, ``rel_diff`` is
     :func:`~.stats.paired_change`, the CI resamples pairs, the p-value is the Wilcoxon
-    signed-rank test and ``min_samples`` counts pairs. The settings are kept in
-    ``result.attrs``.
+    signed-rank test and ``min_samples`` counts pairs. ``change="absolute"``: ``rel_diff``,
+    the CI and ``min_effect`` are differences in the value's unit (``median_b - median_a``;
+    paired: the median pair difference, Wilcoxon on the differences), for values that may be
+    0 or negative (a conformance). The settings are kept in ``result.attrs``.
     """
     _check_settings(confidence, min_effect)
+    if change not in CHANGES:
+        raise ValueError(f"change must be one of {', '.join(CHANGES)}, not {change!r}")
     keys = list(by) if by is not None else cell_keys(frame_a, frame_b)
     settings = CompareSettings(min_effect, confidence, alpha, n_boot, seed, min_samples,
-                               "paired" if paired else "unpaired")
+                               "paired" if paired else "unpaired", change)
     a = _normalized(with_pair_ids(frame_a) if paired else frame_a, keys)
     b = _normalized(with_pair_ids(frame_b) if paired else frame_b, keys)
     groups_a, groups_b = _groups(a, keys), _groups(b, keys)
@@ -270,7 +282,8 @@ def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float =
     result = _result_frame(rows, keys)
     result.attrs.update(keys=keys, min_effect=min_effect, confidence=confidence, alpha=alpha,
                         n_boot=n_boot, seed=seed, min_samples=min_samples,
-                        method=settings.method, settings=setting_differences(frame_a, frame_b))
+                        method=settings.method, change=change,
+                        settings=setting_differences(frame_a, frame_b))
     return result
 
 
@@ -287,9 +300,8 @@ def _cell_row(key: tuple[Any, ...], ga: pd.DataFrame | None, gb: pd.DataFrame | 
     (``ga``) and side B (``gb``; None: the cell is not on that side)."""
     x, failed_a = _samples(ga) if ga is not None else (np.empty(0), 0)
     y, failed_b = _samples(gb) if gb is not None else (np.empty(0), 0)
-    pairs = pair_up(ga, gb) if s.method == "paired" else None
-    rel, low, high, p = _cell_stats(x, y, pairs, confidence=s.confidence, n_boot=s.n_boot,
-                                    rng=_cell_rng(s.seed, key))
+    pairs = pair_up(ga, gb, positive=s.change == "relative") if s.method == "paired" else None
+    rel, low, high, p = _cell_stats(x, y, pairs, s, _cell_rng(s.seed, key))
     n_a, n_b = (pairs.a.size, pairs.a.size) if pairs is not None else (x.size, y.size)
     notes = _cell_notes(gb is None, ga is None, x.size, y.size, pairs, s)
     if failed_b > failed_a:
@@ -614,6 +626,7 @@ class CompareSettings:
     seed: int
     min_samples: int
     method: str = "unpaired"  # "paired" or "unpaired"
+    change: str = "relative"  # "relative" (ratio) or "absolute" (difference)
 
     @staticmethod
     def of(result: pd.DataFrame) -> "CompareSettings":
@@ -624,4 +637,5 @@ class CompareSettings:
                                float(attrs.get("alpha", 0.05)),
                                int(attrs.get("n_boot", 10_000)), int(attrs.get("seed", 0)),
                                int(attrs.get("min_samples", 5)),
-                               str(attrs.get("method", "unpaired")))
+                               str(attrs.get("method", "unpaired")),
+                               str(attrs.get("change", "relative")))

@@ -77,9 +77,11 @@ class Pairs(NamedTuple):
     unpaired_b: int
 
 
-def _ok_by_pair(group: pd.DataFrame | None) -> tuple[dict[str, float], int]:
+def _ok_by_pair(group: pd.DataFrame | None, positive: bool = True
+                ) -> tuple[dict[str, float], int]:
     """The ok attempts' goodputs per pair id (the latest attempt of a repetition wins) and
-    the number of ok attempts with a finite goodput."""
+    the number of ok attempts with a finite goodput; ``positive``: only positive values pair
+    (a ratio needs them; a difference does not)."""
     if group is None or group.empty:
         return {}, 0
     ok = group["status"].astype(str) == "ok"
@@ -89,22 +91,25 @@ def _ok_by_pair(group: pd.DataFrame | None) -> tuple[dict[str, float], int]:
         usable = usable.sort_values("attempt", kind="stable", na_position="first")
     ids = with_pair_ids(usable)[PAIR_COLUMN].astype(str).tolist()
     goodputs = usable["goodput_mbps"].tolist()
-    out = {pid: value for pid, value in zip(ids, goodputs) if pid and value > 0}
+    out = {pid: value for pid, value in zip(ids, goodputs)
+           if pid and (value > 0 or not positive)}
     return out, len(usable)
 
 
-def pair_up(group_a: pd.DataFrame | None, group_b: pd.DataFrame | None) -> Pairs:
+def pair_up(group_a: pd.DataFrame | None, group_b: pd.DataFrame | None,
+            positive: bool = True) -> Pairs:
     """Pair the attempts of one cell: an ok attempt of A and an ok attempt of B with the
     same pair id (:func:`with_pair_ids`: same campaign, testbed, written pair, repetition).
 
-    Only pairs where both attempts are ok (and have a positive goodput) count; when a
+    Only pairs where both attempts are ok (and have a positive goodput; with ``positive``
+    False any finite value) count; when a
     repetition has several ok attempts on one side (a rerun), the latest is used. Every
     other ok attempt of a side (its partner failed or is missing, a rerun replaced it, no
     repetition is known) is counted in ``unpaired_a``/``unpaired_b``, never dropped
     silently. Pairs are ordered by pair id.
     """
-    by_a, ok_a = _ok_by_pair(group_a)
-    by_b, ok_b = _ok_by_pair(group_b)
+    by_a, ok_a = _ok_by_pair(group_a, positive)
+    by_b, ok_b = _ok_by_pair(group_b, positive)
     common = sorted(set(by_a) & set(by_b))
     a = np.array([by_a[p] for p in common], dtype=float)
     b = np.array([by_b[p] for p in common], dtype=float)

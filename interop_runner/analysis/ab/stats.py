@@ -14,8 +14,11 @@ paired
     (signed-rank test of the log ratios); planning with :func:`pair_noise` and
     :func:`required_pairs`.
 
-Both end in the same :func:`verdict`. scipy is imported on use: loading results does not
-need it.
+Both end in the same :func:`verdict`. The change is relative by default (goodput, CPU cost:
+``median(b) / median(a) - 1``, pair ratios); ``absolute=True`` makes it a difference in the
+value's own unit (``median(b) - median(a)``, pair differences ``b_i - a_i``) for a value that
+may be 0 or negative, such as the conformance of a congestion control (:mod:`.conformance`).
+scipy is imported on use: loading results does not need it.
 """
 
 from __future__ import annotations
@@ -52,8 +55,10 @@ def _generator(rng: np.random.Generator | int | None) -> np.random.Generator:
 
 
 def bootstrap_ci(a: Values, b: Values, *, confidence: float = 0.95, n_boot: int = 10_000,
-                 rng: np.random.Generator | int | None = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of ``median(b) / median(a) - 1``.
+                 rng: np.random.Generator | int | None = 0,
+                 absolute: bool = False) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``median(b) / median(a) - 1`` (``absolute``: of
+    ``median(b) - median(a)``).
 
     Both samples are resampled independently with replacement (two-sample bootstrap), which
     is what ``scipy.stats.bootstrap((a, b), ..., paired=False, method="percentile")`` does.
@@ -66,7 +71,7 @@ def bootstrap_ci(a: Values, b: Values, *, confidence: float = 0.95, n_boot: int 
     med_a = np.median(x[gen.integers(0, x.size, size=(n_boot, x.size))], axis=1)
     med_b = np.median(y[gen.integers(0, y.size, size=(n_boot, y.size))], axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = med_b / med_a - 1
+        ratio = med_b - med_a if absolute else med_b / med_a - 1
     tail = (1 - confidence) / 2
     low, high = np.quantile(ratio, [tail, 1 - tail])
     return (float(low), float(high))
@@ -121,41 +126,66 @@ def log_ratios(a: Values, b: Values) -> np.ndarray:
     return np.asarray(np.log(y) - np.log(x), dtype=float)
 
 
-def paired_change(a: Values, b: Values) -> float:
+def differences(a: Values, b: Values) -> np.ndarray:
+    """``b_i - a_i`` per pair (``a`` and ``b`` aligned); ValueError when the lengths differ or
+    a value is not finite."""
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"paired samples need equal lengths, not {x.shape} and {y.shape}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("paired samples must be finite")
+    return np.asarray(y - x, dtype=float)
+
+
+def _pair_values(a: Values, b: Values, absolute: bool) -> np.ndarray:
+    """What a pair contributes: its difference (``absolute``), else its log ratio."""
+    return differences(a, b) if absolute else log_ratios(a, b)
+
+
+def _from_pair_scale(value: float, absolute: bool) -> float:
+    """A statistic of :func:`_pair_values` as a change: a difference as it is, a log ratio
+    as a relative change (``exp(q) - 1``)."""
+    return value if absolute else float(math.expm1(value))
+
+
+def paired_change(a: Values, b: Values, absolute: bool = False) -> float:
     """The relative change of B over A from pairs: ``exp(median(log(b_i / a_i))) - 1``, the
-    median pair ratio minus 1 (−0.05: B is 5 % slower in the typical pair); NaN without
-    pairs."""
-    r = log_ratios(a, b)
-    return float(math.expm1(float(np.median(r)))) if r.size else math.nan
+    median pair ratio minus 1 (−0.05: B is 5 % slower in the typical pair); ``absolute``:
+    the median pair difference ``median(b_i - a_i)``. NaN without pairs."""
+    r = _pair_values(a, b, absolute)
+    return _from_pair_scale(float(np.median(r)), absolute) if r.size else math.nan
 
 
 def paired_bootstrap_ci(a: Values, b: Values, *, confidence: float = 0.95,
-                        n_boot: int = 10_000, rng: np.random.Generator | int | None = 0
-                        ) -> tuple[float, float]:
+                        n_boot: int = 10_000, rng: np.random.Generator | int | None = 0,
+                        absolute: bool = False) -> tuple[float, float]:
     """Percentile bootstrap CI of :func:`paired_change`: the pairs are resampled with
     replacement (a pair stays together), the median log ratio of each resample is taken,
     and the ``(1 - c)/2`` and ``(1 + c)/2`` quantiles are turned into relative changes
     (``exp(q) - 1``). The same interval as ``scipy.stats.bootstrap((log_ratios,), np.median,
-    method="percentile")`` transformed by ``expm1``. NaN without pairs."""
-    r = log_ratios(a, b)
+    method="percentile")`` transformed by ``expm1``. ``absolute``: the same on the pair
+    differences, untransformed. NaN without pairs."""
+    r = _pair_values(a, b, absolute)
     if r.size == 0:
         return (math.nan, math.nan)
     gen = _generator(rng)
     medians = np.median(r[gen.integers(0, r.size, size=(n_boot, r.size))], axis=1)
     tail = (1 - confidence) / 2
     low, high = np.quantile(medians, [tail, 1 - tail])
-    return (float(math.expm1(float(low))), float(math.expm1(float(high))))
+    return (_from_pair_scale(float(low), absolute), _from_pair_scale(float(high), absolute))
 
 
-def wilcoxon_p(a: Values, b: Values) -> float:
+def wilcoxon_p(a: Values, b: Values, absolute: bool = False) -> float:
     """Two-sided Wilcoxon signed-rank p-value of the pair log ratios against 0
     (``scipy.stats.wilcoxon(log_ratios(a, b))``: exact for small samples without ties or
     zeros, else the normal approximation; zero differences dropped, ``zero_method="wilcox"``).
 
     NaN without pairs; 1 when every pair has the same value on both sides. With fewer than
     6 pairs the exact test cannot reach p < 0.05 (5 pairs, all one way: p = 2/32 = 0.0625).
+    ``absolute``: the test of the pair differences ``b_i - a_i`` instead.
     """
-    r = log_ratios(a, b)
+    r = _pair_values(a, b, absolute)
     if r.size == 0:
         return math.nan
     if np.all(r == 0):

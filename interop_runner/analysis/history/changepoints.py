@@ -19,6 +19,11 @@ between pairs:
 Attempts of one campaign share its host state, so they scatter less than campaigns do; a test
 on attempts would call every campaign-to-campaign wobble a change. Here the unit is the
 campaign: more attempts per campaign sharpen each point, more campaigns sharpen the test.
+
+The conformance metrics (:data:`LINEAR_METRICS`: a share that may be 0, offsets that may be
+negative) run the same steps on the values themselves, not their logs: a change is a
+difference in the metric's unit and counts from :data:`LINEAR_METRICS`' threshold (the
+conformance's: ``ChangePointSettings.conformance_min_effect``).
 """
 
 from __future__ import annotations
@@ -43,17 +48,40 @@ METRIC_DIRECTIONS: dict[str, int] = {
     "client_cpu_s_per_gib": 1,
     "server_cycles_per_byte": 1,
     "client_cycles_per_byte": 1,
+    "conformance": -1,
+    "conformance_t": -1,
+    "delta_throughput": 0,
+    "delta_delay": 0,
 }
-"""Metric -> the direction of a regression: -1 when lower is worse, +1 when higher is."""
-CHANGES = ("slower", "faster", *COST_VERDICTS.values())
+"""Metric -> the direction of a regression: -1 when lower is worse, +1 when higher is, 0
+when moving away from 0 is (an offset from the kernel's)."""
+LINEAR_METRICS: dict[str, float] = {"conformance": 0.1, "conformance_t": 0.1,
+                                    "delta_throughput": 1.0, "delta_delay": 1.0}
+"""Metrics whose change is a difference (their values may be 0 or negative) -> the smallest
+difference that counts, in their unit (share points, Mbit/s, ms)."""
+CONFORMANCE_VERDICTS = {"faster": "better", "slower": "worse"}
+OFFSET_VERDICTS = {True: "farther", False: "closer"}
+"""An offset's change: ``farther`` from the kernel (``|after| > |before|``) or ``closer``."""
+CHANGES = ("slower", "faster", *COST_VERDICTS.values(), *CONFORMANCE_VERDICTS.values(),
+           *OFFSET_VERDICTS.values())
 """The verdicts of a change: ``slower``/``faster`` (goodput), ``costlier``/``cheaper`` (a CPU
-cost, where up is worse)."""
+cost, where up is worse), ``better``/``worse`` (a conformance), ``farther``/``closer`` (an
+offset from the kernel)."""
 
 
-def metric_verdict(said: str, metric: str) -> str:
+def metric_verdict(said: str, metric: str, farther: bool = False) -> str:
     """The A/B verdict ``said`` in the words of ``metric``: for a cost (up is a regression) a
-    rise is ``costlier`` and a fall ``cheaper``, not ``faster``/``slower``."""
-    return COST_VERDICTS.get(said, said) if METRIC_DIRECTIONS.get(metric, -1) > 0 else said
+    rise is ``costlier`` and a fall ``cheaper``, not ``faster``/``slower``; a conformance
+    rises ``better`` and falls ``worse``; an offset moves ``farther`` from 0 or ``closer``
+    (``farther``: whether its size grew)."""
+    if said not in ("faster", "slower"):
+        return said
+    direction = METRIC_DIRECTIONS.get(metric, -1)
+    if direction == 0:
+        return OFFSET_VERDICTS[farther]
+    if metric in LINEAR_METRICS:
+        return CONFORMANCE_VERDICTS[said]
+    return COST_VERDICTS.get(said, said) if direction > 0 else said
 
 
 @dataclass(frozen=True)
@@ -98,6 +126,15 @@ class ChangePointSettings:
     confidence: float = 0.95
     n_boot: int = N_BOOT
     seed: int = 0
+    conformance_min_effect: float = LINEAR_METRICS["conformance"]
+    """The smallest change of conformance and Conformance-T that counts (share points)."""
+
+    def threshold(self, metric: str) -> float:
+        """The smallest change of ``metric`` that counts: relative (``min_effect``), or for a
+        linear metric a difference in its unit."""
+        if metric in ("conformance", "conformance_t"):
+            return self.conformance_min_effect
+        return LINEAR_METRICS.get(metric, self.min_effect)
 
 
 @dataclass(frozen=True)
@@ -124,8 +161,8 @@ class ChangePoint:
 
     @property
     def significant(self) -> bool:
-        """Whether the verdict is a change (``slower``/``faster``, for a CPU cost
-        ``costlier``/``cheaper``)."""
+        """Whether the verdict is a change (:data:`CHANGES`: ``slower``/``faster``, for a CPU
+        cost ``costlier``/``cheaper``, ...)."""
         return self.verdict in CHANGES
 
 
@@ -157,17 +194,18 @@ def candidates(logs: Sequence[float] | np.ndarray,
 
 
 def hierarchical_ci(before: Sequence[Sequence[float]], after: Sequence[Sequence[float]], *,
-                    confidence: float = 0.95, n_boot: int = N_BOOT, seed: int = 0
-                    ) -> tuple[float, float]:
-    """Percentile CI of ``M(after) / M(before) - 1`` with ``M`` the median of campaign
-    medians, by a two-stage bootstrap: campaigns resampled with replacement, then the
-    attempts within each drawn campaign (Ren et al. 2010, "Nonparametric bootstrapping for
-    hierarchical data"). Both levels of noise enter the interval."""
+                    confidence: float = 0.95, n_boot: int = N_BOOT, seed: int = 0,
+                    absolute: bool = False) -> tuple[float, float]:
+    """Percentile CI of ``M(after) / M(before) - 1`` (``absolute``: ``M(after) -
+    M(before)``) with ``M`` the median of campaign medians, by a two-stage bootstrap:
+    campaigns resampled with replacement, then the attempts within each drawn campaign (Ren
+    et al. 2010, "Nonparametric bootstrapping for hierarchical data"). Both levels of noise
+    enter the interval."""
     rng = np.random.default_rng(seed)
     m_before = _two_stage_medians(before, n_boot, rng)
     m_after = _two_stage_medians(after, n_boot, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = m_after / m_before - 1
+        ratio = m_after - m_before if absolute else m_after / m_before - 1
     tail = (1 - confidence) / 2
     low, high = np.quantile(ratio, [tail, 1 - tail])
     return float(low), float(high)
@@ -223,42 +261,54 @@ def measure_change(points: Sequence[Point], start: int, index: int, stop: int,
                    settings: ChangePointSettings = ChangePointSettings(),
                    metric: str = "goodput_mbps") -> ChangePoint:
     """The change at ``index`` measured over ``points[start:index]`` against
-    ``points[index:stop]``."""
+    ``points[index:stop]`` (a difference for :data:`LINEAR_METRICS`, else relative)."""
     before, after = points[start:index], points[index:stop]
     med_b = [p.median for p in before]
     med_a = [p.median for p in after]
     centre_b, centre_a = float(np.median(med_b)), float(np.median(med_a))
-    rel = centre_a / centre_b - 1 if centre_b else math.nan
+    linear = metric in LINEAR_METRICS
+    rel = centre_a - centre_b if linear else centre_a / centre_b - 1 if centre_b else math.nan
     low, high = hierarchical_ci([p.values for p in before], [p.values for p in after],
                                 confidence=settings.confidence, n_boot=settings.n_boot,
-                                seed=settings.seed + index)
+                                seed=settings.seed + index, absolute=linear)
     p_value = split_p([*med_b, *med_a], min_size=settings.min_size,
                       n_perm=settings.n_boot, seed=settings.seed + index)
+    farther = abs(centre_a) > abs(centre_b)
     said = metric_verdict(verdict(rel, low, high, p_value, len(before), len(after),
-                                  min_effect=settings.min_effect, alpha=settings.alpha,
-                                  min_samples=settings.min_size), metric)
+                                  min_effect=settings.threshold(metric), alpha=settings.alpha,
+                                  min_samples=settings.min_size), metric, farther)
     direction = METRIC_DIRECTIONS.get(metric, -1)
+    worse = farther if direction == 0 else rel * direction > 0
     return ChangePoint(
         index=index, campaign=points[index].campaign, time=points[index].time,
         versions_before=before[-1].versions, versions_after=after[0].versions,
         n_before=len(before), n_after=len(after), median_before=centre_b,
         median_after=centre_a, rel_change=rel, ci_low=low, ci_high=high, p_value=p_value,
         p_at_split=mann_whitney_p(med_b, med_a), verdict=said, metric=metric,
-        regression=said in CHANGES and rel * direction > 0)
+        regression=said in CHANGES and worse)
+
+
+def _scale(points: Sequence[Point], metric: str) -> tuple[list[Point], np.ndarray]:
+    """The points a series is searched on and their values on the search's scale: the log
+    of positive medians, or for :data:`LINEAR_METRICS` the finite medians themselves."""
+    if metric in LINEAR_METRICS:
+        kept = [p for p in points if p.n and math.isfinite(p.median)]
+        return kept, np.array([p.median for p in kept], dtype=float)
+    kept = [p for p in points if p.n and p.median > 0]
+    return kept, np.log([p.median for p in kept]) if kept else np.empty(0)
 
 
 def change_points(points: Sequence[Point], settings: ChangePointSettings = ChangePointSettings(),
                   metric: str = "goodput_mbps") -> list[ChangePoint]:
     """The significant change points of a series (oldest first; points without values are
     left out beforehand)."""
-    kept = [p for p in points if p.n and p.median > 0]
+    kept, values = _scale(points, metric)
     if len(kept) < 2 * settings.min_size:
         return []
-    logs = np.log([p.median for p in kept])
-    if split_p(logs, min_size=settings.min_size, n_perm=settings.n_boot,
+    if split_p(values, min_size=settings.min_size, n_perm=settings.n_boot,
                seed=settings.seed) >= settings.alpha:
         return []  # the series as a whole shows no change: no search, no multiplicity
-    cuts = candidates(logs, settings)
+    cuts = candidates(values, settings)
     while cuts:
         bounds = [0, *cuts, len(kept)]
         tested = [measure_change(kept, bounds[i], bounds[i + 1], bounds[i + 2], settings, metric)

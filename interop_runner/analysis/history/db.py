@@ -1,5 +1,11 @@
 """The results database: an embedded DuckDB file (default ``<results-dir>/history.duckdb``)
-with one row per attempt and one per campaign (docs/history.md, "The database").
+with one row per attempt, one per campaign and one per conformance cell and flow of the
+campaigns that ran flow sets (docs/history.md, "The database").
+
+Its ``schema_version`` (in ``meta``) is :data:`DB_SCHEMA_VERSION`; an older database is
+brought up to it by the writer's upgrade steps (``upgrades[n]`` turns version ``n`` into
+``n + 1``, as :mod:`interop_runner.storage.schema` does for documents: the steps are
+:data:`~.ingest.UPGRADES`), a newer one is refused.
 
 The results directories stay the source of truth: every row comes from a campaign directory
 (:mod:`.ingest`) and the file can be deleted and rebuilt from them at any time.
@@ -10,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import pandas as pd
 
@@ -20,7 +26,7 @@ if TYPE_CHECKING:
     import duckdb
 
 DB_NAME = "history.duckdb"
-DB_SCHEMA_VERSION = 1
+DB_SCHEMA_VERSION = 2  # 2: the conformance table
 CPU_COST_COLUMNS = ("server_cpu_s_per_gib", "client_cpu_s_per_gib", "server_cycles_per_byte",
                     "client_cycles_per_byte")
 
@@ -53,8 +59,19 @@ IMPLEMENTATION_COLUMNS: dict[str, str] = {
     "declared_version": "VARCHAR", "source_hash": "VARCHAR", "variant": "VARCHAR",
     "commit": "VARCHAR", "dirty": "BOOLEAN",
 }
+# one row per conformance cell and flow label (flow_conformance), figures NULL with the reason
+CONFORMANCE_COLUMNS: dict[str, str] = {
+    "campaign": "VARCHAR", "testbed": "VARCHAR", "flow_set": "VARCHAR", "variant": "VARCHAR",
+    "axes": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR",
+    "congestion_control": "VARCHAR", "reference_label": "VARCHAR", "signature": "VARCHAR",
+    "conformance": "DOUBLE", "conformance_t": "DOUBLE", "delta_throughput": "DOUBLE",
+    "delta_delay": "DOUBLE", "trials_test": "BIGINT", "trials_reference": "BIGINT",
+    "conformance_missing": "VARCHAR", "server_version": "VARCHAR",
+}
 TABLES = {"campaigns": CAMPAIGN_COLUMNS, "attempts": ATTEMPT_COLUMNS,
-          "implementations": IMPLEMENTATION_COLUMNS}
+          "implementations": IMPLEMENTATION_COLUMNS, "conformance": CONFORMANCE_COLUMNS}
+Upgrade = Callable[["duckdb.DuckDBPyConnection"], None]
+"""One upgrade step: turns the database of one version into the next (tables exist)."""
 
 
 def default_db(results_dir: Path | str) -> Path:
@@ -62,12 +79,14 @@ def default_db(results_dir: Path | str) -> Path:
     return Path(results_dir) / DB_NAME
 
 
-def connect(path: Path | str, *, read_only: bool = False, rebuild: bool = False
-            ) -> "duckdb.DuckDBPyConnection":
+def connect(path: Path | str, *, read_only: bool = False, rebuild: bool = False,
+            upgrades: Mapping[int, Upgrade] | None = None) -> "duckdb.DuckDBPyConnection":
     """Open (and for writing create) the database; a read-only open of a missing file, or a
     file that is not such a database, is a one-line :class:`UserError`. ``rebuild`` skips the
     schema version check: the caller drops every table (:func:`drop_tables`), so a database
-    of another version can be rebuilt."""
+    of another version can be rebuilt. ``upgrades`` (a writer's): the steps that bring an
+    older database up to this version (:func:`upgrade`); without them an older one is
+    refused with a hint."""
     import duckdb
 
     path = Path(path)
@@ -82,7 +101,7 @@ def connect(path: Path | str, *, read_only: bool = False, rebuild: bool = False
         if not read_only and not rebuild:
             create_tables(con)
         if not rebuild:
-            _check_version(con, path)
+            _check_version(con, path, None if read_only else upgrades)
     except BaseException:
         con.close()
         raise
@@ -99,15 +118,43 @@ def create_tables(con: "duckdb.DuckDBPyConnection") -> None:
         con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
 
 
-def _check_version(con: "duckdb.DuckDBPyConnection", path: Path) -> None:
+def _check_version(con: "duckdb.DuckDBPyConnection", path: Path,
+                   upgrades: Mapping[int, Upgrade] | None) -> None:
     try:
         row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except Exception:  # noqa: BLE001 - duckdb.CatalogException: not our database
         raise UserError(f"{path}: not a history database (no meta table)") from None
-    if row is None or int(row[0]) != DB_SCHEMA_VERSION:
-        raise UserError(f"{path}: history database version {row[0] if row else '?'}, this "
+    version = int(row[0]) if row is not None else None
+    if version is not None and 1 <= version < DB_SCHEMA_VERSION:
+        if upgrades is None:
+            raise UserError(f"{path}: history database version {version}, this runner reads "
+                            f"{DB_SCHEMA_VERSION}; `history ingest` into it upgrades it")
+        upgrade(con, version, upgrades)
+    elif version != DB_SCHEMA_VERSION:
+        stored = "?" if version is None else version
+        raise UserError(f"{path}: history database version {stored}, this "
                         f"runner writes {DB_SCHEMA_VERSION}; rebuild it with "
                         f"`history ingest --rebuild`")
+
+
+def upgrade(con: "duckdb.DuckDBPyConnection", version: int,
+            upgrades: Mapping[int, Upgrade]) -> None:
+    """Run the steps from ``version`` up to :data:`DB_SCHEMA_VERSION` in one transaction and
+    record the new version (the tables of this version exist already: :func:`create_tables`
+    ran); a failed step leaves the database as it was."""
+    missing = [n for n in range(version, DB_SCHEMA_VERSION) if n not in upgrades]
+    if missing:
+        raise AssertionError(f"history database: no upgrade step from version {missing[0]}")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for step in range(version, DB_SCHEMA_VERSION):
+            upgrades[step](con)
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                    [str(DB_SCHEMA_VERSION)])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def drop_tables(con: "duckdb.DuckDBPyConnection") -> None:
@@ -191,6 +238,16 @@ def load_history(db: Path | str, *, include_synthetic: bool = True) -> pd.DataFr
         SELECT a.*, c.started_at AS campaign_started_at, c.synthetic, c.hosts_digest
         FROM attempts a JOIN campaigns c USING (campaign) {where}
         ORDER BY c.started_at, a.campaign, a.server, a.client, a.repetition, a.attempt""")
+
+
+def load_conformance(db: Path | str, *, include_synthetic: bool = True) -> pd.DataFrame:
+    """Every stored conformance row (one per campaign, cell and flow label) with its
+    campaign's start time (``campaign_started_at``) and ``synthetic`` flag, oldest first."""
+    where = "" if include_synthetic else "WHERE NOT coalesce(c.synthetic, false)"
+    return query(db, f"""
+        SELECT f.*, c.started_at AS campaign_started_at, c.synthetic
+        FROM conformance f JOIN campaigns c USING (campaign) {where}
+        ORDER BY c.started_at, f.campaign, f.label, f.signature""")
 
 
 def load_campaigns(db: Path | str) -> pd.DataFrame:

@@ -4,6 +4,7 @@ A campaign is taken only when it is whole: ``campaign.json`` readable with statu
 ``finished``, every ``run.json`` readable, at least as many runs stored as it planned.
 Anything else is refused with one line naming the directory and the reason
 (:class:`CampaignRefused`). The same contents twice (:func:`content_digest`) change nothing.
+A campaign that ran flow sets also gets its conformance rows (:func:`conformance_rows`).
 """
 
 from __future__ import annotations
@@ -222,11 +223,12 @@ def campaign_row(directory: Path, meta: dict[str, Any], frame: pd.DataFrame,
 
 @dataclass(frozen=True)
 class Rows:
-    """A campaign's rows for the three tables, checked and ready to write."""
+    """A campaign's rows for the four tables, checked and ready to write."""
 
     campaigns: pd.DataFrame
     implementations: pd.DataFrame
     attempts: pd.DataFrame
+    conformance: pd.DataFrame
 
 
 def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
@@ -237,12 +239,64 @@ def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
     frame = load_results(directory)
     check_complete(directory, meta, frame)
     campaign = campaign_id(meta, directory)
+    conformance = conformance_rows(directory, campaign, frame)
     # only what is stored: new columns on the loader's wide frame would copy it piecemeal
     frame = frame[[c for c in store.ATTEMPT_COLUMNS if c in frame.columns]]
     frame = frame.assign(signature=signature(frame), knobs=knobs_text(meta), campaign=campaign)
     implementations = implementation_rows(campaign, _testbed_meta(meta, directory))
     return Rows(campaign_row(directory, meta, frame, implementations, digest),
-                implementations, frame)
+                implementations, frame, conformance)
+
+
+def conformance_rows(directory: Path, campaign: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """The conformance table's rows of a campaign (``frame``: its results): one per cell and
+    flow label of :func:`~interop_runner.analysis.flow_conformance.flow_conformance`, with
+    the testbed, the sweep axes as JSON (``axes``), the series ``signature`` (flow set,
+    label and axes) and the tested stack's version; none without flow sets."""
+    from interop_runner.analysis.ab.conformance import has_flows
+    from interop_runner.analysis.flow_conformance import flow_conformance
+
+    if not has_flows(frame):
+        return pd.DataFrame(columns=list(store.CONFORMANCE_COLUMNS))
+    table = flow_conformance(directory)
+    table = table[table["label"].notna().to_numpy(dtype=bool)]
+    axes = [c for c in table.columns if c.startswith("axis_")]
+    axis_texts = [json.dumps({a[5:]: None if pd.isna(r[a]) else str(r[a]) for a in axes},
+                             sort_keys=True) for _, r in table.iterrows()]
+    signatures = [json.dumps({"flow_set": str(f), "label": str(lab), "axes": json.loads(t)},
+                             sort_keys=True, separators=(",", ":"))
+                  for f, lab, t in zip(table["flow_set"], table["label"], axis_texts)]
+    named = table["label"].astype("string").str.split("/").str[0]
+    return table.assign(
+        campaign=campaign, testbed=_common_text(frame.get("testbed")), axes=axis_texts,
+        signature=signatures, stack=table["server"].astype("string").fillna(named),
+        server_version=_versions_by_cell(frame, table))
+
+
+def _text(value: Any) -> str:
+    """A cell key as text (missing: ``""``)."""
+    return "" if pd.isna(value) else str(value)
+
+
+def _common_text(values: "pd.Series[Any] | None") -> str | None:
+    """The most common value as text (None without any)."""
+    if values is None or values.dropna().empty:
+        return None
+    return str(values.dropna().astype(str).value_counts().index[0])
+
+
+def _versions_by_cell(frame: pd.DataFrame, table: pd.DataFrame) -> "pd.Series[Any]":
+    """Per conformance row: the most common server version of its cell's attempts (same
+    variant and flow set, ``cell_client`` in the results)."""
+    if not {"server_version", "cell_client", "variant"} <= set(frame.columns):
+        return pd.Series(None, index=table.index, dtype="string")
+    keys = pd.Series([f"{_text(v)}\0{_text(f)}" for v, f
+                      in zip(frame["variant"], frame["cell_client"])], index=frame.index)
+    by_cell = {str(key): _common_text(group) for key, group
+               in frame["server_version"].groupby(keys, sort=False)}
+    return pd.Series([by_cell.get(f"{_text(v)}\0{_text(f)}") for v, f
+                      in zip(table["variant"], table["flow_set"])], index=table.index,
+                     dtype="string")
 
 
 def write_rows(con: "duckdb.DuckDBPyConnection", batch: list[Rows]) -> None:
@@ -257,7 +311,7 @@ def write_rows(con: "duckdb.DuckDBPyConnection", batch: list[Rows]) -> None:
         try:
             for rows in batch:
                 store.delete_campaign(con, str(rows.campaigns["campaign"].iloc[0]))
-            for table in ("campaigns", "implementations", "attempts"):
+            for table in ("campaigns", "implementations", "attempts", "conformance"):
                 parts = [store.typed_frame(getattr(r, table), store.TABLES[table])
                          for r in batch]
                 store.insert(con, table, pd.concat(parts, ignore_index=True))
@@ -324,7 +378,7 @@ def ingest(db: Path | str, paths: Iterable[Path | str], *, rebuild: bool = False
     """Ingest campaign directories (or results directories holding campaigns) into ``db``.
     ``rebuild``: empty the database first and read every campaign it held again, from its
     directory, together with ``paths``. A refused campaign does not stop the others."""
-    con = store.connect(db, rebuild=rebuild)
+    con = store.connect(db, rebuild=rebuild, upgrades=UPGRADES)
     try:
         targets = [*map(Path, paths)]
         if rebuild:
@@ -333,6 +387,37 @@ def ingest(db: Path | str, paths: Iterable[Path | str], *, rebuild: bool = False
         return _ingest_paths(con, targets)
     finally:
         con.close()
+
+
+def upgrade_1_to_2(con: "duckdb.DuckDBPyConnection") -> None:
+    """Version 2 keeps conformance series: the (new, empty) conformance table is filled for
+    the stored campaigns, measured ones whose directory is still there, from their
+    directories (what a fresh ingest would write). A campaign whose directory is gone keeps
+    no conformance rows until it is ingested again."""
+    con.execute("DELETE FROM conformance")
+    stored = con.execute("SELECT campaign, directory FROM campaigns "
+                         "WHERE NOT coalesce(synthetic, false)").fetchall()
+    for campaign, directory in stored:
+        rows = _stored_conformance(str(campaign), Path(str(directory)))
+        if len(rows):
+            store.insert(con, "conformance", rows)
+
+
+def _stored_conformance(campaign: str, directory: Path) -> pd.DataFrame:
+    """The conformance rows of a campaign read again from its directory (none when it is
+    gone or unreadable: the upgrade does not fail on one campaign)."""
+    from interop_runner.analysis.results import load_results
+
+    if not (directory / "campaign.json").is_file():
+        return pd.DataFrame()
+    try:
+        return conformance_rows(directory, campaign, load_results(directory))
+    except (OSError, ValueError, StoreError):
+        return pd.DataFrame()
+
+
+UPGRADES: dict[int, store.Upgrade] = {1: upgrade_1_to_2}
+"""The upgrade steps of the database: ``UPGRADES[n]`` turns version ``n`` into ``n + 1``."""
 
 
 def _old_directories(con: "duckdb.DuckDBPyConnection") -> list[Path]:

@@ -2,7 +2,9 @@
 the change points of all of them (docs/history.md, "Series").
 
 A series is one (testbed, server, client, testcase, signature); its points are the campaigns
-that measured it, oldest first, each the median of its ok attempts of one metric.
+that measured it, oldest first, each the median of its ok attempts of one metric. A
+conformance series (:func:`conformance_series_rows`) is one (testbed, stack, reference flow,
+``conformance``, flow set + label + sweep axes): its points are the campaigns' cell figures.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from interop_runner.analysis.history.changepoints import (
+    LINEAR_METRICS,
     METRIC_DIRECTIONS,
     ChangePoint,
     ChangePointSettings,
@@ -24,11 +27,16 @@ from interop_runner.analysis.history.db import CPU_COST_COLUMNS
 
 SERIES_KEYS = ("testbed", "server", "client", "testcase", "signature")
 GOODPUT = "goodput_mbps"
+CONFORMANCE_METRICS = ("conformance", "conformance_t", "delta_throughput", "delta_delay")
+ATTEMPT_METRICS = (GOODPUT, *CPU_COST_COLUMNS)  # the attempts table's; the rest: conformance
 METRIC_GROUPS: dict[str, tuple[str, ...]] = {
-    "goodput": (GOODPUT,), "cpu": CPU_COST_COLUMNS, "all": (GOODPUT, *CPU_COST_COLUMNS)}
+    "goodput": (GOODPUT,), "cpu": CPU_COST_COLUMNS, "conformance": CONFORMANCE_METRICS,
+    "all": (*ATTEMPT_METRICS, *CONFORMANCE_METRICS)}
 UNITS = {GOODPUT: "Mbit/s", "server_cpu_s_per_gib": "CPU-s/GiB",
          "client_cpu_s_per_gib": "CPU-s/GiB", "server_cycles_per_byte": "cycles/byte",
-         "client_cycles_per_byte": "cycles/byte"}
+         "client_cycles_per_byte": "cycles/byte", "conformance": "share",
+         "conformance_t": "share", "delta_throughput": "Mbit/s", "delta_delay": "ms"}
+CONFORMANCE_TESTCASE = "conformance"  # the testcase of a conformance series
 CHANGE_COLUMNS = ("series", *SERIES_KEYS, "metric", "campaign", "time", "versions_before",
                   "versions_after", "n_before", "n_after", "median_before", "median_after",
                   "rel_change", "ci_low", "ci_high", "p_value", "p_at_split", "verdict",
@@ -42,11 +50,25 @@ def series_id(key: Sequence[Any]) -> str:
 
 
 def _ok(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Ok attempts with a positive value of ``metric``."""
+    """Ok attempts with a positive value of ``metric`` (a linear metric: any value)."""
     if metric not in frame.columns:
         return frame.iloc[0:0]
     values = pd.to_numeric(frame[metric], errors="coerce")
-    return frame[(frame["status"].astype("string") == "ok").fillna(False) & (values > 0)]
+    usable = values.notna() if metric in LINEAR_METRICS else values > 0
+    return frame[(frame["status"].astype("string") == "ok").fillna(False) & usable]
+
+
+def conformance_series_rows(conformance: pd.DataFrame) -> pd.DataFrame:
+    """The conformance table's rows (:func:`~.db.load_conformance`) as rows of the history
+    frame, so that :func:`check` finds their change points: ``server`` the tested stack,
+    ``client`` the kernel reference flow (``tcp/cubic``), ``testcase``
+    :data:`CONFORMANCE_TESTCASE`, ``signature`` the flow set, label and sweep axes;
+    ``status`` ok where the figures exist; ``client_version`` the stack's version too."""
+    present = conformance["conformance_missing"].isna().to_numpy(dtype=bool)
+    return conformance.assign(
+        server=conformance["stack"], client=conformance["reference_label"],
+        testcase=CONFORMANCE_TESTCASE, status=np.where(present, "ok", "missing"),
+        client_version=conformance["server_version"], knobs=None)
 
 
 def filter_series(frame: pd.DataFrame, **wanted: str | None) -> pd.DataFrame:
@@ -98,7 +120,9 @@ def _groups(frame: pd.DataFrame) -> Iterable[tuple[tuple[Any, ...], pd.DataFrame
 
 def points(group: pd.DataFrame, metric: str = GOODPUT) -> list[Point]:
     """The points of one series (its rows): one per campaign with an ok value, oldest
-    first."""
+    first (none when the rows lack ``metric``: attempts have no conformance)."""
+    if metric not in group.columns:
+        return []
     ok = _ok(group, metric)
     if "knobs" not in ok.columns:  # a database written before host knobs were kept
         ok = ok.assign(knobs=None)

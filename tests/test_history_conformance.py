@@ -1,0 +1,132 @@
+"""Conformance series in the history database (analysis/history: db.py schema 2, ingest.py,
+series.py, changepoints.py; ``run.py history check --metric conformance``).
+
+The ingested campaign is the runner's real sample tests/data/flows-runner-sample; its
+campaign.json plans 4 runs and stores the 2 with flow sets, so the copy here is DERIVED with
+``planned_runs`` 2 (else ingest refuses it as partial). The series for the change points are
+DERIVED from the sample's real conformance rows: campaigns whose figure is the real one plus
+small deterministic noise, with a step where the test says."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interop_runner.analysis import flow_conformance
+from interop_runner.analysis.history import ChangePointSettings, check, ingest, query
+from interop_runner.analysis.history.db import load_conformance
+from interop_runner.analysis.history.series import conformance_series_rows
+from interop_runner.cli.main import main
+from interop_runner.errors import UserError
+
+DATA = Path(__file__).parent / "data" / "flows-runner-sample"
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """DERIVED: a copy of the sample with ``planned_runs`` 2 (the runs it stores)."""
+    target = Path(shutil.copytree(DATA, tmp_path_factory.mktemp("hc") / "sample",
+                                  ignore=shutil.ignore_patterns(".cache")))
+    meta = json.loads((target / "campaign.json").read_text())
+    (target / "campaign.json").write_text(json.dumps({**meta, "planned_runs": 2}))
+    return target
+
+
+@pytest.fixture(scope="module")
+def db(sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("db") / "h.duckdb"
+    report = ingest(path, [sample])
+    assert not report.refused
+    return path
+
+
+def test_ingest_keeps_the_conformance_of_each_flow(db: Path, sample: Path) -> None:
+    stored = load_conformance(db).set_index("label")
+    figures = flow_conformance(sample).set_index("label")
+    assert sorted(stored.index) == ["quic-go/reno", "quiche/cubic"]
+    for column in ("conformance", "conformance_t", "delta_throughput", "delta_delay"):
+        assert stored[column].to_numpy() == pytest.approx(
+            figures.loc[stored.index, column].to_numpy())
+    assert stored.loc["quic-go/reno", "stack"] == "quic-go"
+    assert stored.loc["quic-go/reno", "reference_label"] == "tcp/reno"
+    assert stored["server_version"].notna().all()
+    assert json.loads(stored.loc["quiche/cubic", "signature"])["flow_set"] == \
+        "quiche-cubic+tcp-cubic"
+
+
+def test_a_version_1_database_is_upgraded_by_ingest(db: Path, tmp_path: Path) -> None:
+    """The database above taken back to version 1 (no conformance table): reading it says
+    how to upgrade it; an ingest upgrades it and fills the table from the directories."""
+    import duckdb
+
+    old = Path(shutil.copy(db, tmp_path / "old.duckdb"))
+    con = duckdb.connect(str(old))
+    con.execute("DROP TABLE conformance")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(UserError, match="version 1, this runner reads 2; `history ingest`"):
+        load_conformance(old)
+    ingest(old, [])
+    assert query(old, "SELECT value FROM meta")["value"].tolist() == ["2"]
+    assert sorted(load_conformance(old)["label"]) == ["quic-go/reno", "quiche/cubic"]
+
+
+def stepped(db: Path, metric: str, step: float, campaigns: int = 12) -> pd.DataFrame:
+    """DERIVED: the real quic-go/reno row as ``campaigns`` campaigns, its ``metric`` the
+    real value + noise of +-0.01 (+-0.1 for an offset), plus ``step`` from the middle on."""
+    real = load_conformance(db)
+    row = real[real["label"] == "quic-go/reno"].iloc[0]
+    noise = 0.1 if metric.startswith("delta") else 0.01
+    times = pd.date_range("2026-11-01", periods=campaigns, freq="D", tz="UTC")
+    rows = []
+    for i, time in enumerate(times):
+        value = row[metric] + noise * np.sin(1.7 * i) + (step if i >= campaigns // 2 else 0)
+        rows.append({**row.to_dict(), "campaign": f"c{i:02d}", "campaign_started_at": time,
+                     metric: value})
+    return conformance_series_rows(pd.DataFrame(rows))
+
+
+def test_a_drop_of_conformance_is_an_open_regression(db: Path) -> None:
+    changes = check(stepped(db, "conformance", -0.3), ["conformance"])
+    assert len(changes) == 1
+    change = changes.iloc[0]
+    assert change["verdict"] == "worse" and change["regression"] and change["newest"]
+    assert change["campaign"] == "c06" and change["rel_change"] == pytest.approx(-0.3, abs=0.03)
+    assert change["server"] == "quic-go" and change["client"] == "tcp/reno"
+    assert change["testcase"] == "conformance"
+
+
+def test_a_steady_conformance_has_no_change_point(db: Path) -> None:
+    assert check(stepped(db, "conformance", 0.0), ["conformance", "conformance_t"]).empty
+
+
+def test_an_offset_moving_away_from_the_kernel_is_a_regression(db: Path) -> None:
+    """quic-go/reno sends +1.3 Mbit/s more than the kernel's Reno in the sample; 4 more
+    is farther from the kernel, 2.6 less (to -1.3) is as far on the other side."""
+    farther = check(stepped(db, "delta_throughput", 4.0), ["delta_throughput"]).iloc[0]
+    assert farther["verdict"] == "farther" and farther["regression"]
+    closer = check(stepped(db, "delta_throughput", -1.0), ["delta_throughput"]).iloc[0]
+    assert closer["verdict"] == "closer" and not closer["regression"]
+
+
+def test_a_small_step_counts_from_the_threshold(db: Path) -> None:
+    frame = stepped(db, "conformance", -0.06)
+    assert check(frame, ["conformance"]).empty  # below the default 0.1
+    found = check(frame, ["conformance"], ChangePointSettings(conformance_min_effect=0.05))
+    assert found["verdict"].tolist() == ["worse"]
+
+
+def test_history_check_reads_the_conformance_series(db: Path,
+                                                    capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    assert main(["history", "check", "--db", str(db), "--metric", "conformance"]) == 0
+    assert capsys.readouterr().out.strip().endswith(
+        "2 series, 0 change point(s), 0 open regression(s)")
+    assert main(["history", "check", "--db", str(db), "--metric", "all",
+                 "--server", "quiche"]) == 0
+    assert "2 series" in capsys.readouterr().out  # quiche's attempts and its conformance
