@@ -152,3 +152,21 @@ def test_measured_ratio_and_its_reason() -> None:
     seg, basis = ack_ratio_measured({"client_udp_out_datagrams": 3.0,
                                      "client_udp_in_datagrams": 0.0})
     assert seg.values == [None] and basis == "NA: the client received no datagrams"
+
+
+def test_the_summary_per_pair_rtt_and_ratio() -> None:
+    import pandas as pd
+
+    from interop_runner.analysis.ack_ratio import ack_ratio_summary
+
+    rows = [("ok", 2, 50.0, 100, 1000), ("ok", 2, 70.0, 120, 1000), ("ok", 10, 40.0, 100, 1000),
+            ("failed", 10, None, None, None)]
+    frame = pd.DataFrame(
+        [{"server": "q", "client": "q", "path_rtt_ms": 10.0, "status": s, "ack_ratio": n,
+          "goodput_mbps": g, "client_udp_out_datagrams": o, "client_udp_in_datagrams": i,
+          NAME: None if o is None else o / i} for s, n, g, o, i in rows])
+    out = ack_ratio_summary(frame).set_index("ack_ratio")
+    assert list(out["n"]) == [2, 1]  # the failed attempt is left out
+    assert out.loc[2, "goodput_mean"] == 60.0 and out.loc[2, "sent"] == 110
+    assert out.loc[2, "ratio_min"] == pytest.approx(0.1) and out.loc[2, "ratio_max"] == 0.12
+    assert ack_ratio_summary(frame[frame.status == "failed"]).empty

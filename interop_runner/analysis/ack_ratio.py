@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import pandas as pd
+
 from interop_runner.analysis.frame import Segment
 
 NAME = "client_ack_ratio_measured"
@@ -40,3 +42,23 @@ def ack_ratio_measured(joined: dict[str, Any]) -> MeasuredAckRatio:
         return MeasuredAckRatio(Segment((NAME,), [None], True),
                                 "NA: the client received no datagrams")
     return MeasuredAckRatio(Segment((NAME,), [sent / received], True), BASIS)
+
+
+SUMMARY_KEYS = ["server", "client", "path_rtt_ms", "ack_ratio"]
+
+
+def ack_ratio_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per pair, base RTT and ACK ratio asked for (paper 003 Fig. 7): the ok attempts
+    (``n``), their goodput (mean, standard deviation, min, max in Mbit/s), the client's
+    datagrams sent and received (means) and its measured ratio (mean, min, max)."""
+    ok = frame[frame["status"] == "ok"]
+    keys = [k for k in SUMMARY_KEYS if k in ok and ok[k].notna().any()]
+    if ok.empty or not keys:
+        return pd.DataFrame()
+    cols = {"n": ("goodput_mbps", "size"), "goodput_mean": ("goodput_mbps", "mean"),
+            "goodput_std": ("goodput_mbps", "std"), "goodput_min": ("goodput_mbps", "min"),
+            "goodput_max": ("goodput_mbps", "max")}
+    if SENT in ok and RECEIVED in ok:
+        cols.update(sent=(SENT, "mean"), received=(RECEIVED, "mean"), ratio=(NAME, "mean"),
+                    ratio_min=(NAME, "min"), ratio_max=(NAME, "max"))
+    return ok.groupby(keys, observed=True, dropna=False).agg(**cols).reset_index()
