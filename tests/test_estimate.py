@@ -90,7 +90,7 @@ def store_runs(directory: Path, attempts: list[Att], t0_ns: int, testbed: str = 
 class Planned:
     server: str = "quic-go"
     client: str = "quiche"
-    alpn: str | None = "h3"
+    unsupported: str | None = None
     key: str = ""
     scheduled_s: float | None = None
 
@@ -207,7 +207,7 @@ def test_timing_of_one_testbed_of_a_campaign_over_several(tmp_path: Path) -> Non
 # -- the plan and its description -------------------------------------------------------------
 def test_the_plan_without_history_is_the_old_guess(tmp_path: Path) -> None:
     history = learn_history(tmp_path / "missing", ["local"])
-    est = estimate_plan(history, [Planned(), Planned(alpn=None)], GB)
+    est = estimate_plan(history, [Planned(), Planned(unsupported="no common protocol")], GB)
     assert est.guess and est.seconds == 8.0 + 1.0  # the unsupported run costs nothing
     assert describe_estimate(est) == (
         f"estimated 9 s (a guess: no earlier results of testbed 'local' in "
@@ -218,7 +218,8 @@ def test_the_plan_says_what_was_measured_and_what_guessed(tmp_path: Path) -> Non
     store_campaign(tmp_path, "20261101T000000Z",
                    [Att(mbps=800.0, start_s=2), Att(mbps=800.0, start_s=4)], wall_s=10.0)
     history = learn_history(tmp_path, ["local"])
-    runs = [Planned(), Planned(), Planned("quiche", "quiche"), Planned("x", "y", alpn=None)]
+    runs = [Planned(), Planned(), Planned("quiche", "quiche"),
+            Planned("x", "y", unsupported="no common protocol")]
     est = estimate_plan(history, runs, 100 * GB, workers=2)
     # 2 x 1000 s at 800 Mbit/s + 800 s at the guess, 1 s overhead each, over 2 testbeds
     assert (est.transfer_s, est.overhead_s) == (pytest.approx(2800.0), pytest.approx(3.0))

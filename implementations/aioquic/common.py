@@ -100,3 +100,62 @@ def apply_socket_buffers(transport: asyncio.BaseTransport) -> None:
         if value and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, opt, int(value))
             log(f"{env}={value}: kernel reports {sock.getsockopt(socket.SOL_SOCKET, opt)}")
+
+
+# What aioquic 1.7.2 advertises as max_ack_delay (QuicConnection._serialize_transport_parameters)
+ADVERTISED_MAX_ACK_DELAY_MS = 25
+
+
+def ack_policy_from_env() -> tuple[int | None, float | None]:
+    """(ACK_RATIO, MAX_ACK_DELAY_MS in seconds) of the contract; None where unset. A delay
+    above the 25 ms aioquic advertises to its peer cannot be honoured: exit 127."""
+    ratio = os.environ.get("ACK_RATIO") or None
+    delay_ms = os.environ.get("MAX_ACK_DELAY_MS") or None
+    if delay_ms is not None and int(delay_ms) > ADVERTISED_MAX_ACK_DELAY_MS:
+        log(f"unsupported MAX_ACK_DELAY_MS={delay_ms}: aioquic advertises max_ack_delay "
+            f"{ADVERTISED_MAX_ACK_DELAY_MS} ms and has no setting for it")
+        sys.exit(127)
+    return (None if ratio is None else int(ratio),
+            None if delay_ms is None else int(delay_ms) / 1000)
+
+
+def apply_ack_policy(quic) -> None:  # type: ignore[no-untyped-def]
+    """The client's ACK frequency (ACK_RATIO, MAX_ACK_DELAY_MS). aioquic has no API for it:
+    its policy is one ACK ``_ack_delay`` (1 ms, K_GRANULARITY) after the first unacknowledged
+    ack-eliciting packet. MAX_ACK_DELAY_MS sets that delay; ACK_RATIO=n makes every n-th
+    ack-eliciting 1-RTT packet's ACK due at once, the rest after the delay (default: the 25 ms
+    it advertises). Private attributes of aioquic 1.7.2's QuicConnection: _ack_delay, _spaces,
+    _payload_received, _write_ack_frame."""
+    ratio, delay = ack_policy_from_env()
+    if delay is not None:
+        quic._ack_delay = delay
+    if ratio is None:
+        return
+    from aioquic import tls
+
+    if delay is None:
+        quic._ack_delay = ADVERTISED_MAX_ACK_DELAY_MS / 1000
+    one_rtt = tls.Epoch.ONE_RTT
+    count = 0
+    payload_received, write_ack_frame = quic._payload_received, quic._write_ack_frame
+
+    def counted_payload_received(context, plain, crypto_frame_required=False):  # type: ignore[no-untyped-def]
+        nonlocal count
+        eliciting, probing = payload_received(context, plain,
+                                              crypto_frame_required=crypto_frame_required)
+        if eliciting and context.epoch == one_rtt:
+            count += 1
+            if count >= ratio:  # due now: the transmit() after this datagram sends it
+                quic._spaces[one_rtt].ack_at = context.time
+        return eliciting, probing
+
+    def counting_write_ack_frame(builder, space, now):  # type: ignore[no-untyped-def]
+        nonlocal count
+        if space is quic._spaces.get(one_rtt):
+            count = 0
+        write_ack_frame(builder=builder, space=space, now=now)
+
+    quic._payload_received = counted_payload_received
+    quic._write_ack_frame = counting_write_ack_frame
+    log(f"ACK policy: every {ratio}. ack-eliciting packet, else after "
+        f"{quic._ack_delay * 1000:g} ms")

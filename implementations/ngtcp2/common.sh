@@ -58,3 +58,25 @@ ngtcp2_common_args() {
     echo "ngtcp2: GRO=0 ignored (the programs never use GRO)" >&2
   fi
 }
+
+# ngtcp2_ack_args: appends the client's ACK frequency to NGTCP2_ARGS. ACK_RATIO=n is
+# --ack-thresh=n (ngtcp2_settings.ack_thresh: ACK once n ack-eliciting packets arrived; the
+# library caps it at 100). gtlsclient has no option for its ACK timer (min(25 ms, smoothed
+# RTT / 8)), so MAX_ACK_DELAY_MS cannot be honoured: exit 127, like a ratio above 100.
+ngtcp2_ack_args() {
+  local ratio="${ACK_RATIO:-}"
+  if [[ -n ${MAX_ACK_DELAY_MS:-} ]]; then
+    echo "ngtcp2: unsupported MAX_ACK_DELAY_MS=$MAX_ACK_DELAY_MS (gtlsclient has no option for its ACK timer)" >&2
+    exit 127
+  fi
+  [[ -n $ratio ]] || return 0
+  if [[ ! $ratio =~ ^[0-9]+$ ]] || ((ratio < 1)); then
+    echo "ngtcp2: ACK_RATIO must be a whole number >= 1, not '$ratio'" >&2
+    exit 1
+  fi
+  if ((ratio > 100)); then
+    echo "ngtcp2: unsupported ACK_RATIO=$ratio (ngtcp2 takes at most 100)" >&2
+    exit 127
+  fi
+  NGTCP2_ARGS+=("--ack-thresh=$ratio")
+}

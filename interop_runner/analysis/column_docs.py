@@ -47,6 +47,9 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
     "socket_sndbuf": ("bytes", "run.json params", "SO_SNDBUF asked for"),
     "gso": ("", "run.json params", "UDP GSO asked for"),
     "gro": ("", "run.json params", "UDP GRO asked for"),
+    "ack_ratio": ("", "run.json params", "ACK ratio 1:n asked of the client (the data "
+                  "receiver): it acknowledges every n-th ack-eliciting packet"),
+    "max_ack_delay": ("ms", "run.json params", "longest the client may hold an ACK, asked for"),
     "server_cc": ("", "run.json server.effective", "congestion control the server ran"),
     "client_cc": ("", "run.json client.effective", "congestion control the client ran"),
     "server_unhonoured": ("", "run.json", "parameters the server could not honour"),
@@ -85,6 +88,12 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
                      "how cycles_per_byte was obtained (today always estimated from the "
                      "frequency, and whether the node has a hardware cycle counter), and why "
                      "a side's value is NA although its CPU cost was measured"),
+    "client_ack_ratio_measured": (
+        "datagrams/datagram", "nstat client_udp_out_datagrams / client_udp_in_datagrams",
+        "the client's datagrams sent per datagram received: about 1/n at an ACK ratio of 1:n "
+        "(exact with gso and gro off: a GRO/GSO datagram holds several packets)"),
+    "ack_ratio_basis": ("", "analysis/ack_ratio.py",
+                        "how client_ack_ratio_measured was obtained, or why it is NA"),
     "bottleneck": ("", "diagnosis", "label of what limited the attempt (docs/monitors.md)"),
     "bottleneck_reason": ("", "diagnosis", "the evidence for the label"),
     "axis_<name>": ("as configured", "run.json axes", "one column per sweep axis"),

@@ -31,9 +31,10 @@ EXTRACTION_ORDER = ("cpu", "sysfs", "ethtool", "nstat", "tc", "pidstat", "mpstat
 _ORDERED: list[Monitor] = [{**ALWAYS, **MONITORS}[n] for n in EXTRACTION_ORDER]
 # column name -> role-prefixed name, per role (the same few hundred names recur every attempt)
 _FULL_NAMES: dict[str, dict[str, str]] = {role: {} for role in ROLES}
-# values joined with the host facts when a campaign's attempts are merged (link rate, cycles)
+# values joined with the host facts when a campaign's attempts are merged (link rate, cycles),
+# and the client's datagram counters (its measured ACK ratio: analysis/ack_ratio.py)
 _JOINED = ("server_qdisc_rate_mbps", "client_qdisc_rate_mbps", "server_cpu_s_per_gib",
-           "client_cpu_s_per_gib")
+           "client_cpu_s_per_gib", "client_udp_out_datagrams", "client_udp_in_datagrams")
 _READ_SIZE = 1 << 16
 
 
@@ -179,7 +180,8 @@ def monitor_columns(attempt: Path, run: dict[str, Any]) -> tuple[dict[str, Any],
 
 def joined_values(segments: list[Segment]) -> dict[str, Any]:
     """The values among the segments that are joined with the host facts later: the qdisc
-    rate limits (what :func:`link_rate_mbps` reads) and the CPU cost per GiB (cycles)."""
+    rate limits (what :func:`link_rate_mbps` reads) and the CPU cost per GiB (cycles); and
+    the client's datagram counters (its measured ACK ratio)."""
     found: dict[str, Any] = {}
     for names, values, complete in segments:
         for key, i in zip(_JOINED, _joined_positions(names)):

@@ -51,7 +51,8 @@ class PlannedLike(Protocol):
     def client(self) -> str: ...
 
     @property
-    def alpn(self) -> str | None: ...
+    def unsupported(self) -> str | None:
+        """Why it is recorded as unsupported without running (None: it runs)."""
 
     @property
     def scheduled_s(self) -> float | None:
@@ -138,7 +139,7 @@ class PlanEstimate:
 def estimate_run(history: History, run: PlannedLike, file_size: int) -> RunEstimate:
     """Transfer (``file_size`` at the pair's recent goodput) and overhead of one run."""
     goodput = history.pair_goodput(run.server, run.client)
-    if run.alpn is None:  # recorded as unsupported without running
+    if run.unsupported is not None:  # recorded as unsupported without running
         return RunEstimate(0.0, 0.0, goodput)
     if run.scheduled_s is not None:  # flows that last their durations: known in advance
         return RunEstimate(run.scheduled_s, history.overhead.value, Value(0.0, Source(True)))
@@ -151,7 +152,7 @@ def estimate_plan(history: History, runs: Sequence[PlannedLike], file_size: int,
     running in parallel."""
     each = [estimate_run(history, r, file_size) for r in runs]
     pairs = {(r.server, r.client): e.goodput.source.measured
-             for r, e in zip(runs, each) if r.alpn is not None and r.scheduled_s is None}
+             for r, e in zip(runs, each) if r.unsupported is None and r.scheduled_s is None}
     transfer = sum(e.transfer_s for e in each)
     overhead = sum(e.overhead_s for e in each)
     workers = max(workers, 1)

@@ -56,6 +56,8 @@ COLUMNS: dict[str, Any] = {
     "socket_sndbuf": "Int64",
     "gso": "boolean",
     "gro": "boolean",
+    "ack_ratio": "Int64",
+    "max_ack_delay": "Int64",
     # what each side ran with, requests it could not honour, what its library reported
     "server_cc": "string",
     "client_cc": "string",
@@ -74,6 +76,8 @@ COLUMNS: dict[str, Any] = {
     "cell_client": "string",
     # how <role>_cycles_per_byte was obtained (analysis/cpu_cost.py); <NA> without a value
     "cycles_basis": "string",
+    # how client_ack_ratio_measured was obtained, or why it is NA (analysis/ack_ratio.py)
+    "ack_ratio_basis": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interop_runner.analysis.ack_ratio import NAME as ACK_RATIO_COLUMN
+from interop_runner.analysis.ack_ratio import ack_ratio_measured
 from interop_runner.analysis.ceilings import ceiling_values
 from interop_runner.analysis.columns import (
     joined_values,
@@ -83,7 +85,8 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
         client_params=json.dumps(client.get("params", {}), sort_keys=True),
         path=str(path.parent),
     )
-    for key in ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso", "gro"):
+    for key in ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso", "gro",
+                "ack_ratio", "max_ack_delay"):
         row[key] = (data.get("params") or {}).get(key)
     row["wire_cipher"] = (data.get("handshake") or {}).get("selected")
     row["variant"] = data.get("variant") or None
@@ -137,8 +140,9 @@ def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
 
 def _numeric(attempt: ParsedAttempt, hosts: dict[str, Any]) -> list[Segment]:
     """The attempt's numeric values: ``link_rate_mbps`` (from the host facts of its testbed),
-    its monitor values, then the cycles per byte (CPU cost and host facts); how those were
-    obtained goes into its base values (``cycles_basis``)."""
+    its monitor values, then the cycles per byte (CPU cost and host facts) and the client's
+    measured ACK ratio; how those were obtained goes into its base values (``cycles_basis``,
+    ``ack_ratio_basis``)."""
     if attempt.segments is None:
         return []
     if "by_testbed" in hosts:
@@ -146,7 +150,9 @@ def _numeric(attempt: ParsedAttempt, hosts: dict[str, Any]) -> list[Segment]:
     link = Segment(("link_rate_mbps",), [link_rate_mbps(attempt.joined, hosts)], True)
     cycles = cycles_per_byte(attempt.joined, hosts)
     attempt.base["cycles_basis"] = cycles.basis
-    return [link, *attempt.segments, cycles.segment]
+    ack = ack_ratio_measured(attempt.joined)
+    attempt.base["ack_ratio_basis"] = ack.basis
+    return [link, *attempt.segments, cycles.segment, ack.segment]
 
 
 def chunk_of_attempts(attempts: list[ParsedAttempt], ctx: CampaignContext) -> Chunk:
@@ -158,7 +164,7 @@ def chunk_of_attempts(attempts: list[ParsedAttempt], ctx: CampaignContext) -> Ch
         requested |= attempt.requested
         numeric.add(_numeric(attempt, ctx.hosts))
     declared = declared_columns(sorted(requested | set(ctx.monitors)))
-    names, matrix = numeric.build([*declared, *CYCLES_COLUMNS])
+    names, matrix = numeric.build([*declared, *CYCLES_COLUMNS, ACK_RATIO_COLUMN])
     return [_BASE_VALUES(attempt.base) for attempt in attempts], names, matrix
 
 

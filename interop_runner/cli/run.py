@@ -103,7 +103,7 @@ def dry_run(args: argparse.Namespace, cfg: "CampaignConfig",
     """Print the planned runs, their count and an estimated duration."""
     plan = _plan(args, cfg, testbeds)
     for run in plan.runs:
-        note = "" if run.alpn else "  (unsupported: no common protocol)"
+        note = f"  (unsupported: {run.unsupported})" if run.unsupported else ""
         if run.key in plan.done:
             note += "  (stored: skipped)"
         variant = f" {run.variant.id}" if run.variant.id else ""

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from interop_runner.config.params import Supports
+from interop_runner.config.params import StandardParams, Supports, pair_unsupported
 from interop_runner.errors import RegistryError
 from interop_runner.paths import IMPLEMENTATIONS_DIR
 from interop_runner.units import parse_size
@@ -303,6 +303,16 @@ def common_alpn(server: ImplementationMeta, client: ImplementationMeta) -> str |
     return None
 
 
+def why_unsupported(params: StandardParams, server: ImplementationMeta,
+                    client: ImplementationMeta, alpn: str | None) -> str | None:
+    """Why a pair cannot run with ``params`` (None: it can): no common protocol (``alpn``
+    None), or a standard parameter its client cannot honour (:func:`pair_unsupported`)."""
+    if alpn is None:
+        return (f"no common protocol: server speaks {', '.join(server.alpns)}, client "
+                f"speaks {', '.join(client.alpns)}")
+    return pair_unsupported(params, server.supports, client.supports, client.name)
+
+
 _CIPHER_SHORT = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM", "TLS_AES_256_GCM_SHA384": "AES-256-GCM",
                  "TLS_CHACHA20_POLY1305_SHA256": "ChaCha20-Poly1305"}
 
@@ -314,8 +324,8 @@ def support_table(registry: dict[str, ImplementationMeta]) -> str:
     """
     head = ("| implementation | version | protocols | congestion control | cipher suites | "
             "socket buffers | GSO on/off | GRO on/off | AES-NI off | qlog | key log | "
-            "own parameters |")
-    lines = [head, "|" + "---|" * 12]
+            "ACK frequency | own parameters |")
+    lines = [head, "|" + "---|" * 13]
 
     def yes(flag: bool) -> str:
         return "yes" if flag else "no"
@@ -330,5 +340,15 @@ def support_table(registry: dict[str, ImplementationMeta]) -> str:
         lines.append(f"| `{name}` | {meta.version} | {', '.join(meta.alpns)} | {cc} | {ciphers} | "
                      f"{yes(sup.socket_buffers)} | {yes(sup.gso)} | {yes(sup.gro)} | "
                      f"{yes(sup.aes_hw_off)} | "
-                     f"{yes(sup.qlog)} | {yes(sup.keylog)} | {own} |")
+                     f"{yes(sup.qlog)} | {yes(sup.keylog)} | {_ack_cell(sup)} | {own} |")
     return "\n".join(lines)
+
+
+def _ack_cell(sup: Supports) -> str:
+    """The ACK frequency cell: which of ack_ratio and max_ack_delay the client sets itself,
+    and ACK_FREQUENCY (a server that asks, a client that obeys)."""
+    own = [name for name in ("ack_ratio", "max_ack_delay") if getattr(sup, name)]
+    parts = [", ".join(f"`{n}`" for n in own)] if own else []
+    if sup.ack_frequency:
+        parts.append("ACK_FREQUENCY")
+    return " + ".join(parts) or "no"

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from interop_runner.units import positive_size
 
@@ -23,6 +23,9 @@ CIPHERS: tuple[str, ...] = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                             "TLS_CHACHA20_POLY1305_SHA256")
 CONGESTION_CONTROLS: tuple[str, ...] = ("cubic", "reno", "bbr")
 LIBRARY_DEFAULT = "library default"
+Role = Literal["server", "client"]
+# RFC 9000 section 18.2: a max_ack_delay of 2^14 ms or more is invalid
+MAX_ACK_DELAY_LIMIT_MS = 2**14 - 1
 NEGOTIATED_MARKER = "QIR_NEGOTIATED "
 
 
@@ -37,6 +40,11 @@ class StandardParams(BaseModel):
     gso: bool = True  # use UDP GSO where the library offers it
     gro: bool = True
     aes_hw: bool = True  # false: hide AES-NI/PCLMULQDQ from the crypto library (paper Fig. 5)
+    # ACK frequency of the data receiver (the client of a download, paper 003 section V): it
+    # acknowledges every n-th ack-eliciting packet (1:n), at the latest max_ack_delay (ms)
+    # after the first unacknowledged one. None: the library's own policy.
+    ack_ratio: int | None = Field(None, ge=1)
+    max_ack_delay: int | None = Field(None, ge=1, le=MAX_ACK_DELAY_LIMIT_MS)
 
     @field_validator("socket_rcvbuf", "socket_sndbuf", mode="before")
     @classmethod
@@ -59,6 +67,13 @@ class Supports(BaseModel):
     qlog: bool = False
     keylog: bool = False
     aes_hw_off: bool = False  # its crypto library honours the AES-NI switches of AES_HW_OFF_ENV
+    # as the client (the data receiver): ACKs every ACK_RATIO-th ack-eliciting packet itself,
+    # and holds an ACK at most MAX_ACK_DELAY_MS
+    ack_ratio: bool = False
+    max_ack_delay: bool = False
+    # the ACK_FREQUENCY frame (draft-ietf-quic-ack-frequency): as the server it asks the
+    # client for the ratio, as the client it obeys such a request
+    ack_frequency: bool = False
 
 
 # Environment that hides AES-NI (and carry-less multiply, which AES-GCM uses) from the crypto
@@ -77,6 +92,8 @@ class Resolved:
     env: dict[str, str]
     effective: dict[str, Any]
     unhonoured: list[dict[str, Any]] = field(default_factory=list)
+    # requests that make the pair unsupported (exit 127 semantics: it is not run)
+    unsupported: list[str] = field(default_factory=list)
 
 
 def _env(params: StandardParams) -> dict[str, str]:
@@ -89,10 +106,16 @@ def _env(params: StandardParams) -> dict[str, str]:
         "GSO": "1" if params.gso else "0",
         "GRO": "1" if params.gro else "0",
         "AES_HW": "1" if params.aes_hw else "0",
+        "ACK_RATIO": "" if params.ack_ratio is None else str(params.ack_ratio),
+        "MAX_ACK_DELAY_MS": "" if params.max_ack_delay is None else str(params.max_ack_delay),
     }
     if not params.aes_hw:
         env.update(AES_HW_OFF_ENV)
     return env
+
+
+ACK_PARAMS = ("ack_ratio", "max_ack_delay")
+ASKED_BY_SERVER = "asked by the server (ACK_FREQUENCY)"
 
 
 class _Resolver:
@@ -105,6 +128,28 @@ class _Resolver:
     def miss(self, name: str, asked: Any, used: Any, why: str) -> None:
         self.out.unhonoured.append({"param": name, "asked": asked, "used": used,
                                     "reason": f"{self.implementation} {why}"})
+
+    def ack_policy(self, role: Role, peer: Supports | None) -> None:
+        """The client's ACK frequency: its own setting, else the server's ACK_FREQUENCY
+        request when both sides speak it; one it cannot honour makes the pair unsupported (a
+        run at the library's ACK policy would be mislabelled). The server's own ACKs (of the
+        few packets the client sends) keep the library's policy."""
+        # a server's request carries the ratio only: the delay it asks for is capped at the RTT
+        requested = peer is not None and peer.ack_frequency and self.supports.ack_frequency
+        for name in ACK_PARAMS:
+            value = getattr(self.params, name)
+            if role == "server" or value is None:
+                self.out.effective[name] = LIBRARY_DEFAULT
+            elif getattr(self.supports, name) or (requested and name == "ack_ratio"):
+                self.out.effective[name] = value
+            else:
+                self.out.effective[name] = LIBRARY_DEFAULT
+                self.miss(name, value, LIBRARY_DEFAULT, f"cannot set {name} as the client "
+                          "(the data receiver)")
+                self.out.unsupported.append(self.out.unhonoured[-1]["reason"])
+        if role == "client" and requested and not self.supports.ack_ratio and \
+                self.params.ack_ratio is not None:
+            self.out.effective["ack_policy"] = ASKED_BY_SERVER
 
     def congestion_control(self) -> None:
         cc, offered = self.params.congestion_control, self.supports.congestion_control
@@ -159,8 +204,10 @@ class _Resolver:
 
 
 def resolve(params: StandardParams, supports: Supports, implementation: str, *,
-            keylog: bool, qlog: bool) -> Resolved:
-    """Environment, effective values and unhonoured requests for one implementation."""
+            keylog: bool, qlog: bool, role: Role = "client",
+            peer: Supports | None = None) -> Resolved:
+    """Environment, effective values and unhonoured requests for one implementation in
+    ``role``, its ``peer`` the implementation on the other side (None: unknown)."""
     resolver = _Resolver(params, supports, implementation)
     resolver.congestion_control()
     resolver.cipher()
@@ -168,7 +215,17 @@ def resolve(params: StandardParams, supports: Supports, implementation: str, *,
     resolver.offloads()
     resolver.aes_hw()
     resolver.logs(keylog, qlog)
+    resolver.ack_policy(role, peer)
     return resolver.out
+
+
+def pair_unsupported(params: StandardParams, server: Supports, client: Supports,
+                     client_name: str) -> str | None:
+    """Why a pair cannot run with these parameters (None: it can): a request the client
+    cannot honour, itself or at the server's request, that would change what is measured."""
+    res = resolve(params, client, client_name, keylog=False, qlog=False, role="client",
+                  peer=server)
+    return "; ".join(res.unsupported) or None
 
 
 def parse_negotiated(text: str) -> dict[str, Any] | None:

@@ -101,13 +101,19 @@ class AttemptPlan:
         """The server side and the client side."""
         return self.server, self.client
 
+    def peer(self, side: SidePlan) -> SidePlan:
+        """The other side of the pair."""
+        return self.client if side is self.server else self.server
+
     def resolved(self, side: SidePlan) -> Resolved:
         """The standard parameters as ``side``'s implementation runs them."""
-        return side.resolve(self.std_params, keylog=self.keylog, qlog=self.qlog)
+        return side.resolve(self.std_params, keylog=self.keylog, qlog=self.qlog,
+                            peer=self.peer(side).meta.supports)
 
     def side_record(self, side: SidePlan, node: Node) -> Side:
         """The record of one side before it runs: versions, parameters, unhonoured requests."""
-        return side.record(node, self.std_params, keylog=self.keylog, qlog=self.qlog)
+        return side.record(node, self.std_params, keylog=self.keylog, qlog=self.qlog,
+                           peer=self.peer(side).meta.supports)
 
 
 _SIGNALS = {int(s): s.name for s in signal.Signals}

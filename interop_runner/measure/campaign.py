@@ -401,18 +401,16 @@ class Campaign:
     def _attempt(self, run: PlannedRun, plan: AttemptPlan, server: Node, client: Node,
                  prepared: Prepared, out: Path) -> tuple[RunRecord, Attempt | FlowsAttempt | None]:
         """Run one attempt (not post-processed: :meth:`_store`); a pair whose setup failed or
-        without a common protocol gets its record without running."""
+        that cannot run (no common protocol, a parameter its client cannot honour) gets its
+        record without running."""
         if run.server == FLOWS:
             return self._flows_attempt(run, plan, server, client, prepared, out)
         broken = [error for error in (prepared.of(side.key).setup_error for side in plan.sides)
                   if error is not None]
         if broken:
             return not_run_record(plan, server, client, "failed", "; ".join(broken)), None
-        if run.alpn is None:
-            return not_run_record(
-                plan, server, client, "unsupported",
-                f"no common protocol: server speaks {', '.join(plan.server.meta.alpns)}, "
-                f"client speaks {', '.join(plan.client.meta.alpns)}"), None
+        if run.unsupported is not None:
+            return not_run_record(plan, server, client, "unsupported", run.unsupported), None
         attempt_run = Attempt(plan, server, client, out, prepared.server_monitors,
                               prepared.client_monitors, prepared.server_knobs,
                               prepared.client_knobs,

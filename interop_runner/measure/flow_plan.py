@@ -1,6 +1,7 @@
 """The flows of one attempt of a ``flows:`` campaign, planned: each flow's port, label,
 congestion control, duration or size, the plan of a pair's own Attempt, and why a flow
-cannot run (an image, a congestion control its implementation lacks, no common protocol)."""
+cannot run (an image, a congestion control its implementation lacks, no common protocol, a
+standard parameter its client cannot honour)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import replace
 from typing import Callable
 
 from interop_runner.config.campaign import CampaignConfig
-from interop_runner.config.implementations import common_alpn
+from interop_runner.config.implementations import common_alpn, why_unsupported
+from interop_runner.config.params import StandardParams
 from interop_runner.measure.attempt import AttemptPlan
 from interop_runner.measure.flows import KERNEL_TCP, FlowPlan
 from interop_runner.measure.side import ImplKey, SidePlan
@@ -60,18 +62,16 @@ def _pair_plan(vcfg: CampaignConfig, base: AttemptPlan, plan: FlowPlan,
     pair = replace(base, server=server, client=client, std_params=flow.std_params(vcfg.params),
                    alpn=alpn, port=plan.port, flow=plan.directory,
                    cell=(flow.server, flow.client))
-    return pair, _why_not(server, client, alpn, plan.cc)
+    return pair, _why_not(server, client, alpn, plan.cc, pair.std_params)
 
 
-def _why_not(server: SidePlan, client: SidePlan, alpn: str | None, cc: str) -> str | None:
+def _why_not(server: SidePlan, client: SidePlan, alpn: str | None, cc: str,
+             params: StandardParams) -> str | None:
     """Why a pair flow cannot run: a congestion control one side lacks, no common
-    protocol."""
+    protocol, a standard parameter its client cannot honour."""
     for side in (server, client):
         offered = side.meta.supports.congestion_control
         if offered and cc not in offered:
             return (f"{side.meta.name} ({side.role}) offers no {cc} (it offers: "
                     f"{', '.join(offered)})")
-    if alpn is None:
-        return (f"no common protocol: server speaks {', '.join(server.meta.alpns)}, client "
-                f"speaks {', '.join(client.meta.alpns)}")
-    return None
+    return why_unsupported(params, server.meta, client.meta, alpn)

@@ -18,6 +18,7 @@ from interop_runner.config.implementations import (
     common_alpn,
     load_registry,
     resolve,
+    why_unsupported,
 )
 from interop_runner.config.sweep import Variant, order_runs, slug
 from interop_runner.errors import StoreError
@@ -40,6 +41,9 @@ class PlannedRun:
     cfg: CampaignConfig | None = None  # the variant's config (None: the campaign's)
     # the pair as written in the campaign (differs from server/client under `impl`)
     cell: tuple[str, str] | None = None
+    # why the pair cannot run (no common protocol, a standard parameter the client cannot
+    # honour): recorded as unsupported without running; None: it runs
+    unsupported: str | None = None
 
     @property
     def scheduled_s(self) -> float | None:
@@ -100,10 +104,12 @@ def _pair_run(rep: int, variant: Variant, vcfg: CampaignConfig, written: Pair,
               registry: dict[str, ImplementationMeta]) -> PlannedRun:
     """One attempt of one pair."""
     pair = vcfg.substitute(written)
-    alpn = common_alpn(resolve(pair.server, registry, vcfg.implementations),
-                       resolve(pair.client, registry, vcfg.implementations))
+    server = resolve(pair.server, registry, vcfg.implementations)
+    client = resolve(pair.client, registry, vcfg.implementations)
+    alpn = common_alpn(server, client)
     return PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
-                      cell=(written.server, written.client))
+                      cell=(written.server, written.client),
+                      unsupported=why_unsupported(vcfg.params, server, client, alpn))
 
 
 def _flows_run(rep: int, variant: Variant, vcfg: CampaignConfig,

@@ -13,7 +13,7 @@ from typing import Any, Literal, NamedTuple
 
 from interop_runner.config.implementations import ImplementationMeta
 from interop_runner.config.knobs import Knobs
-from interop_runner.config.params import Resolved, StandardParams, resolve
+from interop_runner.config.params import Resolved, StandardParams, Supports, resolve
 from interop_runner.storage.run_record import Side
 from interop_runner.testbed.node import Node
 
@@ -52,14 +52,17 @@ class SidePlan:
         """This side's implementation and role."""
         return ImplKey(self.role, self.meta.name)
 
-    def resolve(self, std: StandardParams, *, keylog: bool, qlog: bool) -> Resolved:
-        """The standard parameters as this implementation runs them (environment, effective
-        values, requests it cannot honour)."""
-        return resolve(std, self.meta.supports, self.meta.name, keylog=keylog, qlog=qlog)
+    def resolve(self, std: StandardParams, *, keylog: bool, qlog: bool,
+                peer: Supports | None = None) -> Resolved:
+        """The standard parameters as this implementation runs them in its role (environment,
+        effective values, requests it cannot honour), ``peer`` what the other side supports."""
+        return resolve(std, self.meta.supports, self.meta.name, keylog=keylog, qlog=qlog,
+                       role=self.role, peer=peer)
 
-    def record(self, node: Node, std: StandardParams, *, keylog: bool, qlog: bool) -> Side:
+    def record(self, node: Node, std: StandardParams, *, keylog: bool, qlog: bool,
+               peer: Supports | None = None) -> Side:
         """The side's part of run.json before it runs."""
-        res = self.resolve(std, keylog=keylog, qlog=qlog)
+        res = self.resolve(std, keylog=keylog, qlog=qlog, peer=peer)
         return Side(implementation=self.meta.name, version=self.version,
                     source_hash=self.source_hash, node=node.name, params=dict(self.params),
                     effective=res.effective, unhonoured=res.unhonoured)

@@ -24,7 +24,8 @@ def implementation_lines(registry: Mapping[str, ImplementationMeta]) -> list[str
     for meta in registry.values():
         params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
         sup = meta.supports
-        flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog") if getattr(sup, n)]
+        flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog", "ack_ratio",
+                             "max_ack_delay", "ack_frequency") if getattr(sup, n)]
         lines.append(
             f"{meta.name:{name_w}} {meta.version:{version_w}} {_kind(meta):22} "
             f"roles={','.join(meta.roles):14} "

@@ -19,6 +19,8 @@ use qir_harness::{Negotiated, CONNECTION_WINDOW, STREAM_WINDOW};
 
 pub use qir_harness::{env_opt as getenv_opt, hex};
 
+pub mod ack;
+
 /// Largest UDP payload quiche sends (1500 byte MTU minus IPv6 and UDP headers).
 pub const MAX_DATAGRAM_SIZE: usize = 1452;
 /// Largest buffer handed to one sendmsg/recvmsg (a UDP datagram incl. GSO/GRO batches).

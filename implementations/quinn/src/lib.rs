@@ -126,6 +126,9 @@ pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportCon
     // GSO: quinn-udp uses UDP_SEGMENT when the kernel supports it; this switches it off per
     // connection (quinn then hands one datagram per transmit to sendmmsg).
     t.enable_segmentation_offload(flag_on("GSO"));
+    if env("ROLE") == "server" {
+        t.ack_frequency_config(ack_frequency_request()?);
+    }
     if let Some(path) = qlog {
         let file = fs::File::create(path)
             .with_context(|| format!("creating qlog file {}", path.display()))?;
@@ -136,6 +139,29 @@ pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportCon
         t.qlog_stream(q.into_stream());
     }
     Ok(t)
+}
+
+/// The server's ACK_FREQUENCY request (draft-ietf-quic-ack-frequency) of ACK_RATIO=n: the
+/// client ACKs every n-th ack-eliciting packet. quinn's threshold counts the packets a client
+/// may leave unacknowledged, so 1:n is threshold n-1; the max_ack_delay it asks for is the
+/// client's own (25 ms by default) capped at the RTT (quinn's rule). Only a client that
+/// advertises min_ack_delay (quinn does) receives the request; others keep their own policy
+/// (the runner marks such pairs unsupported unless the client sets the ratio itself).
+fn ack_frequency_request() -> Result<Option<quinn::AckFrequencyConfig>> {
+    let ratio = env("ACK_RATIO");
+    let ratio = ratio.trim();
+    if ratio.is_empty() {
+        return Ok(None);
+    }
+    let n: u32 = ratio
+        .parse()
+        .with_context(|| format!("ACK_RATIO={ratio:?}"))?;
+    if n == 0 {
+        bail!("ACK_RATIO must be >= 1");
+    }
+    let mut request = quinn::AckFrequencyConfig::default();
+    request.ack_eliciting_threshold(VarInt::from_u32(n - 1));
+    Ok(Some(request))
 }
 
 /// The qlog file for a connection named `name` (e.g. "<odcid>_server"), if QLOGDIR is set.

@@ -12,6 +12,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use qir_quiche::ack::{max_ack_delay_ms, AckPolicy};
 use qir_quiche::{log, *};
 use quiche::h3::NameValue;
 
@@ -73,6 +74,9 @@ fn main() {
         .load_verify_locations_from_file(&format!("{certs}/ca.pem"))
         .unwrap_or_else(|e| fatal(&format!("loading {certs}/ca.pem: {e}")));
     config.verify_peer(true);
+    // the ACK timer the client advertises is the one its ACK policy keeps (src/ack.rs)
+    config.set_max_ack_delay(max_ack_delay_ms());
+    let mut ack = AckPolicy::from_env();
 
     let bind: SocketAddr = if peer.is_ipv4() {
         "0.0.0.0:0"
@@ -102,9 +106,10 @@ fn main() {
     let odcid = hex(&conn.destination_id());
     attach_logs(&mut conn, &keylog, &odcid, "client");
     log!(
-        "connecting to {peer} from {} ({alpn}, cc={})",
+        "connecting to {peer} from {} ({alpn}, cc={}, ack policy {:?})",
         sock.local,
-        settings.cc_runner_name
+        settings.cc_runner_name,
+        ack
     );
 
     let start = Instant::now();
@@ -130,7 +135,12 @@ fn main() {
         let timeout = if continue_write {
             Some(Duration::ZERO)
         } else {
-            conn.timeout()
+            // wake up for a held ACK, too
+            let held = ack.as_ref().and_then(|a| a.timeout(Instant::now()));
+            match (conn.timeout(), held) {
+                (Some(t), Some(h)) => Some(t.min(h)),
+                (t, h) => t.or(h),
+            }
         };
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
@@ -156,6 +166,12 @@ fn main() {
                 if let Err(e) = conn.recv(pkt, info) {
                     if e != quiche::Error::Done {
                         log!("recv failed: {e:?}");
+                    }
+                } else if let Some(a) = ack.as_mut().filter(|_| conn.is_established()) {
+                    if a.on_packet(Instant::now()) {
+                        // the n-th packet: its ACK goes out now, before the rest of the batch
+                        let _ = flush(&mut conn, &mut send, &sock, &mut out);
+                        a.sent();
                     }
                 }
             }
@@ -185,6 +201,7 @@ fn main() {
             }
         }
 
+        let mut requested = false;
         if established && failed.is_none() && !conn.is_closed() {
             // Issue the requests, as many at once as the peer's stream limit allows.
             while let Some(mut d) = pending.pop_front() {
@@ -238,6 +255,7 @@ fn main() {
                     }
                 }
                 d.start = Instant::now();
+                requested = true;
                 first_request.get_or_insert(d.start);
                 active.insert(sid, d);
             }
@@ -402,14 +420,22 @@ fn main() {
             let _ = conn.close(true, if failed.is_some() { code + 1 } else { code }, b"");
         }
 
-        continue_write = match flush(&mut conn, &mut send, &sock, &mut out) {
-            Ok(more) => more,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            Err(e) => {
-                log!("send: {e}");
-                false
-            }
-        };
+        // A held ACK waits (ACK_RATIO); requests and the close always go out at once.
+        let closing = all_done || failed.is_some() || conn.is_closed();
+        let hold =
+            !closing && !requested && ack.as_ref().is_some_and(|a| a.holding(Instant::now()));
+        continue_write = !hold
+            && match flush(&mut conn, &mut send, &sock, &mut out) {
+                Ok(more) => more,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+                Err(e) => {
+                    log!("send: {e}");
+                    false
+                }
+            };
+        if let Some(a) = ack.as_mut().filter(|_| !hold) {
+            a.sent();
+        }
 
         if all_done || failed.is_some() {
             break;
