@@ -40,7 +40,7 @@ def execute(cfg_path: Path, tmp_path: Path):
 
 def patch_client_env(monkeypatch, repetition: int, change) -> None:
     """Let ``change(env)`` alter the client's contract environment in one repetition."""
-    real_env = Attempt._env
+    real_env = Attempt.side_env
 
     def patched(self, node, logs, side):
         env = real_env(self, node, logs, side)
@@ -48,7 +48,7 @@ def patch_client_env(monkeypatch, repetition: int, change) -> None:
             change(env)
         return env
 
-    monkeypatch.setattr(Attempt, "_env", patched)
+    monkeypatch.setattr(Attempt, "side_env", patched)
 
 
 def assert_nodes_clean(testbed) -> None:
@@ -249,7 +249,7 @@ pairs: [{server: tcp-tls, client: tcp-tls}]
     def boom(self):
         raise RuntimeError("bug in the runner")
 
-    monkeypatch.setattr(Attempt, "_verify", boom)
+    monkeypatch.setattr(Attempt, "verify", boom)
     with pytest.raises(RuntimeError, match="bug in the runner"):
         execute(cfg_path, tmp_path)
     assert_nodes_clean(local_testbed)

@@ -73,7 +73,7 @@ def router_state(ex: LocalExecutor) -> dict[str, str]:
 
 def interrupt_on(monkeypatch, call: int) -> None:
     """Raise KeyboardInterrupt (as Ctrl-C would) in the ``call``-th attempt's transfer."""
-    real = Attempt._verify
+    real = Attempt.verify
     calls = {"n": 0}
 
     def verify(self):
@@ -82,7 +82,7 @@ def interrupt_on(monkeypatch, call: int) -> None:
             raise KeyboardInterrupt("injected")
         return real(self)
 
-    monkeypatch.setattr(Attempt, "_verify", verify)
+    monkeypatch.setattr(Attempt, "verify", verify)
 
 
 def by_key(directory: Path) -> dict[str, list[dict]]:
@@ -170,7 +170,7 @@ def test_knobs_are_applied_recorded_and_restored_after_a_failure(tmp_path, local
         raise RuntimeError("injected failure")
 
     during: dict[str, str] = {}
-    monkeypatch.setattr(Attempt, "_verify", boom)
+    monkeypatch.setattr(Attempt, "verify", boom)
     with pytest.raises(RuntimeError):
         Campaign(cfg, testbed, tmp_path / "results").execute()
     assert host_state() == before

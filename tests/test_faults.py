@@ -412,7 +412,7 @@ def test_management_link_down_and_up(tmp_path, reliability, monkeypatch):
 def test_corrupted_download_is_a_hash_mismatch(tmp_path, reliability, monkeypatch):
     before = host_state()
     cfg = fault_config(tmp_path, "f-corrupt", on_error="stop")
-    real = Attempt._verify
+    real = Attempt.verify
 
     def verify(self):
         if self.plan.repetition == 2 and self.plan.attempt == 1:
@@ -424,7 +424,7 @@ def test_corrupted_download_is_a_hash_mismatch(tmp_path, reliability, monkeypatc
                 fh.write(bytes([byte[0] ^ 0xFF]))
         return real(self)
 
-    monkeypatch.setattr(Attempt, "_verify", verify)
+    monkeypatch.setattr(Attempt, "verify", verify)
     camp = execute(cfg, tmp_path)
     monkeypatch.undo()
     rec = the_record(camp, 2)
@@ -603,14 +603,14 @@ def test_sigint_during_transfer(tmp_path, reliability):
 def test_sigint_during_post(tmp_path, reliability, monkeypatch):
     before = host_state()
     cfg = fault_config(tmp_path, "f-int-post")
-    real = Attempt._script
+    real = Attempt.run_script
 
     def script(self, node, meta, name, env):
         if name == "post" and self.plan.repetition == 2:
             raise KeyboardInterrupt("injected")
         return real(self, node, meta, name, env)
 
-    monkeypatch.setattr(Attempt, "_script", script)
+    monkeypatch.setattr(Attempt, "run_script", script)
     camp = execute(cfg, tmp_path)
     monkeypatch.undo()
     meta = json.loads((camp / "campaign.json").read_text())

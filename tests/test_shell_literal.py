@@ -6,7 +6,7 @@ this machine, exactly what OpenSSH does with an exec request for a user whose sh
 The values travel the way the orchestrator sends them: an implementation parameter declared
 as a free string becomes ``PARAM_<NAME>`` (``ParameterSpec.to_env`` -> ``Node.script_env``),
 node directories with metacharacters become ``LOGS``/``CERTS``/``SETUP_DIR`` and the scripts'
-working directory, and ``Attempt._script`` / ``Attempt._run_client`` / ``Executor.start`` run
+working directory, and ``Attempt.run_script`` / ``Attempt._run_client`` / ``Executor.start`` run
 them. Every value must arrive byte for byte, and no ``touch`` hidden in a value may run.
 
 (No shipped implementation declares a free string parameter: msquic's ``execution_profile``
@@ -223,7 +223,7 @@ def test_argv_and_env_arrive_literally(kind: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_orchestrator_scripts_get_literal_values(kind: str, tmp_path: Path) -> None:
-    """Attempt._env / _script / _run_client with a hostile parameter and hostile directories."""
+    """Attempt.side_env / run_script / _run_client with a hostile parameter and hostile directories."""
     ex, sent = executor(kind)
     trap = tmp_path / "trap"
     trap.mkdir()
