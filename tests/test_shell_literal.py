@@ -223,7 +223,8 @@ def test_argv_and_env_arrive_literally(kind: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_orchestrator_scripts_get_literal_values(kind: str, tmp_path: Path) -> None:
-    """Attempt.side_env / run_script / _run_client with a hostile parameter and hostile directories."""
+    """Attempt.side_env / run_script / _run_client with a hostile parameter and hostile
+    directories."""
     ex, sent = executor(kind)
     trap = tmp_path / "trap"
     trap.mkdir()
