@@ -210,17 +210,24 @@ def test_notebook_on_real_results(name: str, analysis_results: Results,  # noqa:
     check_views(name, nb, expect)
 
 
+def run_on_sample(notebook: str, key: str, sample: Path, tmp_path: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, bool], str]:
+    """Execute ``notebook`` on a copy of a stored sample (its cache left out) and check its
+    views; what the plan expected and the notebook's text output."""
+    target = tmp_path / sample.name
+    shutil.copytree(sample, target, ignore=shutil.ignore_patterns(".cache"))
+    campaigns, expect = plan({key: target})[notebook]
+    nb = execute(notebook, campaigns, monkeypatch)
+    check_views(notebook, nb, expect)
+    return expect, texts(nb)
+
+
 def test_paths_notebook_on_the_path_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                           ) -> None:
     """The calibration table, the buffer figure and the counters of a real path campaign."""
-    target = tmp_path / PATH_SAMPLE.name
-    shutil.copytree(PATH_SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
-    campaigns, expect = plan({"paths": target})["paths.ipynb"]
+    expect, output = run_on_sample("paths.ipynb", "paths", PATH_SAMPLE, tmp_path, monkeypatch)
     assert expect == {"paths": True}
-    nb = execute("paths.ipynb", campaigns, monkeypatch)
-    output = texts(nb)
     assert "1 attempt(s) from 1 campaign(s)" in output
-    check_views("paths.ipynb", nb, expect)
     assert "paths: 1 axes, 1 row(s)" in output
     assert "table calibration: 1 row(s)" in output and "table counters: 1 row(s)" in output
     assert "no data for this table" not in output
@@ -232,13 +239,8 @@ def test_flows_notebook_on_the_flows_sample(tmp_path: Path, monkeypatch: pytest.
                                            ) -> None:
     """Throughput over time, Jain's index per rate, the share matrix and the tables of a
     real campaign of three competing TCP flows (tests/data/flows-sample)."""
-    target = tmp_path / FLOWS_SAMPLE.name
-    shutil.copytree(FLOWS_SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
-    campaigns, expect = plan({"flows": target})["flows.ipynb"]
-    nb = execute("flows.ipynb", campaigns, monkeypatch)
-    output = texts(nb)
+    _, output = run_on_sample("flows.ipynb", "flows", FLOWS_SAMPLE, tmp_path, monkeypatch)
     assert "6 attempt(s) from 1 campaign(s)" in output
-    check_views("flows.ipynb", nb, expect)
     assert "fairness: 1 axes, 2 row(s)" in output and "share: 2 axes, 6 row(s)" in output
     assert "table fairness_cells: 2 row(s)" in output and "table shares: 6 row(s)" in output
     assert "table flow_results: 18 row(s)" in output
@@ -250,13 +252,9 @@ def test_conformance_notebook_on_the_runner_sample(tmp_path: Path,
     """The heatmap, the cells, the envelopes and the transitivity tables of a real campaign
     of QUIC flows against kernel TCP flows (tests/data/flows-runner-sample: quic-go/reno and
     quiche/cubic, one attempt each)."""
-    target = tmp_path / RUNNER_SAMPLE.name
-    shutil.copytree(RUNNER_SAMPLE, target, ignore=shutil.ignore_patterns(".cache"))
-    campaigns, expect = plan({"conformance": target})["conformance.ipynb"]
-    nb = execute("conformance.ipynb", campaigns, monkeypatch)
-    output = texts(nb)
+    _, output = run_on_sample("conformance.ipynb", "conformance", RUNNER_SAMPLE, tmp_path,
+                              monkeypatch)
     assert "2 attempt(s) from 1 campaign(s)" in output
-    check_views("conformance.ipynb", nb, expect)
     assert "heatmap: 2 axes, 2 row(s)" in output  # the panel and its colour bar
     assert "envelopes: 2 axes, 2 row(s)" in output and "table cells: 2 row(s)" in output
     assert "envelope: 1 axes, 77 row(s)" in output  # quic-go/reno: 30 + 23 points, hulls

@@ -387,9 +387,10 @@ class FlowsAttempt:
         command was killed), its times the engine's on the client node; its CPU (cgroup)."""
         assert container.cid is not None
         engine, rec = self.client.engine(), run.record
-        if engine.state(container.cid).running:
-            engine.stop(container.cid, grace=1)
         state = engine.state(container.cid)
+        if state.running:
+            engine.stop(container.cid, grace=1)
+            state = engine.state(container.cid)
         rec.start_ns = state.started_ns or rec.start_ns
         rec.end_ns = state.finished_ns or rec.end_ns
         return container.cpu()
