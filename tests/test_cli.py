@@ -101,7 +101,8 @@ def test_dry_run_prints_the_plan(capsys: pytest.CaptureFixture[str],
     assert out[1] == ("1 run(s) (1 variant(s) x 1 pair(s) x 1 repetition(s), order "
                       "sequential), 1 to run; file 1.00 MiB, testbed unreachable")
     assert out[2] == ("estimated 1 s (a guess: no earlier results of testbed 'unreachable' in "
-                      "results/; 1 Gbit/s and 1 s overhead per run assumed)")
+                      "results/; 1 Gbit/s or the path's rate and 1 s overhead per run "
+                      "assumed)")
 
 
 def test_dry_run_estimates_from_earlier_results(tmp_path: Path,

@@ -195,6 +195,18 @@ def test_a_pair_flow_without_duration_is_not_scheduled(tmp_path: Path) -> None:
     assert run.scheduled_s is None
 
 
+def test_a_planned_run_knows_its_paths_rate(tmp_path: Path) -> None:
+    """The estimate caps a transfer at it: the bottleneck's rate, or two links' sum."""
+    cfg = load(tmp_path, """file_size: 10MB
+pairs: [{server: quic-go, client: quic-go}]
+sweep: {axes: [{path: path, name: path, values: [{rate: 20mbit, rtt: 10ms},
+  {links: [{rate: 10mbit, delay: 5ms}, {rate: 30mbit, delay: 5ms}]}]}]}
+""")
+    assert {r.path_rate_mbps for r in plan_runs(cfg, seed=1)} == {20.0, 40.0}
+    unshaped = load(tmp_path, "file_size: 10MB\npairs: [{server: quic-go, client: quic-go}]\n")
+    assert plan_runs(unshaped, seed=1)[0].path_rate_mbps is None
+
+
 def test_the_tools_flows_need_on_the_nodes(tmp_path: Path) -> None:
     """Checked by the preflight with the others: a missing iperf3 is one line naming it."""
     from interop_runner.measure.prepare import flow_tools

@@ -93,6 +93,7 @@ class Planned:
     unsupported: str | None = None
     key: str = ""
     scheduled_s: float | None = None
+    path_rate_mbps: float | None = None
 
 
 # -- goodput -----------------------------------------------------------------------------------
@@ -211,7 +212,18 @@ def test_the_plan_without_history_is_the_old_guess(tmp_path: Path) -> None:
     assert est.guess and est.seconds == 8.0 + 1.0  # the unsupported run costs nothing
     assert describe_estimate(est) == (
         f"estimated 9 s (a guess: no earlier results of testbed 'local' in "
-        f"{tmp_path / 'missing'}/; 1 Gbit/s and 1 s overhead per run assumed)")
+        f"{tmp_path / 'missing'}/; 1 Gbit/s or the path's rate and 1 s overhead per run "
+        f"assumed)")
+
+
+def test_a_transfer_is_no_faster_than_its_paths_rate(tmp_path: Path) -> None:
+    store_campaign(tmp_path, "20261101T000000Z", [Att(mbps=800.0)])
+    history = learn_history(tmp_path, ["local"])
+    measured_pair, new_pair = Planned(path_rate_mbps=20.0), Planned("x", "y", path_rate_mbps=20.0)
+    # 1 GB at 20 Mbit/s: 400 s, whether the pair was measured faster unshaped or never
+    assert estimate_run(history, measured_pair, GB).transfer_s == pytest.approx(400.0)
+    assert estimate_run(history, new_pair, GB).transfer_s == pytest.approx(400.0)
+    assert estimate_run(history, Planned(), GB).transfer_s == pytest.approx(10.0)  # 800 Mbit/s
 
 
 def test_the_plan_says_what_was_measured_and_what_guessed(tmp_path: Path) -> None:
@@ -227,8 +239,8 @@ def test_the_plan_says_what_was_measured_and_what_guessed(tmp_path: Path) -> Non
     assert (est.pairs_measured, est.pairs_guessed, est.guess) == (1, 1, False)
     assert describe_estimate(est) == (
         "estimated 23.5 min: transfers from this testbed's recent goodput for 1 of 2 pairs "
-        "(1 pair guessed at 1 Gbit/s), overhead 1 s per run and 7.0 s setup measured over "
-        "1 campaign")
+        "(1 pair guessed at 1 Gbit/s or the path's rate), overhead 1 s per run and 7.0 s "
+        "setup measured over 1 campaign")
 
 
 def test_descriptions_of_partial_histories(tmp_path: Path) -> None:
@@ -242,12 +254,14 @@ def test_descriptions_of_partial_histories(tmp_path: Path) -> None:
     only_timing = History(tmp_path, ("local",), 1, {}, Value(0.5, Source(True, 4, 2)),
                           Value(3.0, Source(True, 4, 2)))
     assert describe_estimate(estimate_plan(only_timing, [Planned()] * 2, GB)) == (
-        "estimated 20 s: transfers guessed at 1 Gbit/s (no ok attempt of this pair on "
+        "estimated 20 s: transfers guessed at 1 Gbit/s or the path's rate (no ok attempt "
+        "of this pair on "
         "testbed 'local'), overhead 0.5 s per run and 3.0 s setup measured over 2 campaigns")
     nothing = History(tmp_path, ("local",), 3)
     assert describe_estimate(estimate_plan(nothing, [Planned()], GB)).endswith(
         "(a guess: nothing usable in 3 earlier campaign(s) of testbed 'local' in "
-        f"{tmp_path}/; 1 Gbit/s and 1 s overhead per run assumed)")
+        f"{tmp_path}/; 1 Gbit/s or the path's rate and 1 s overhead per run "
+        "assumed)")
 
 
 @pytest.mark.parametrize("seconds,text", [(0.4, "0 s"), (119, "119 s"), (120, "2.0 min"),

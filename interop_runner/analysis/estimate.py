@@ -3,7 +3,9 @@
 Three components, each either *measured* on this testbed or a *guess* (the old defaults):
 
 - transfer time of a run: file size / the pair's recent goodput (median of its last
-  :data:`RECENT_ATTEMPTS` ok attempts, newest campaigns first; guess: 1 Gbit/s);
+  :data:`RECENT_ATTEMPTS` ok attempts, newest campaigns first; guess: 1 Gbit/s), at most the
+  rate of the emulated path the run goes through (a pair measured unshaped is no faster over
+  a 20 Mbit/s bottleneck);
 - overhead per run: the time between transfers that is not a transfer (starting and stopping
   the server, the client's start-up, verifying, storing: (last transfer end - first transfer
   start - the transfers) / (transfers - 1)); guess: 1 s;
@@ -39,6 +41,7 @@ RECENT_CAMPAIGNS = 20  # newest campaigns of the testbed that are read at all
 TIMING_CAMPAIGNS = 5  # newest finished campaigns whose overhead and setup are used
 _STAMP = re.compile(r"_(\d{8}T\d{6}Z)(?:-(\d+))?$")  # new_campaign_dir's <name>_<UTC>[-k]
 Pair = tuple[str, str]
+_GUESSED = f"{GUESS_MBPS / 1000:g} Gbit/s or the path's rate"
 
 
 class PlannedLike(Protocol):
@@ -57,6 +60,10 @@ class PlannedLike(Protocol):
     @property
     def scheduled_s(self) -> float | None:
         """How long its transfer lasts by its schedule (flows with durations), else None."""
+
+    @property
+    def path_rate_mbps(self) -> float | None:
+        """The rate of the emulated path it goes through in Mbit/s (None: no fixed rate)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,9 @@ def estimate_run(history: History, run: PlannedLike, file_size: int) -> RunEstim
         return RunEstimate(0.0, 0.0, goodput)
     if run.scheduled_s is not None:  # flows that last their durations: known in advance
         return RunEstimate(run.scheduled_s, history.overhead.value, Value(0.0, Source(True)))
-    return RunEstimate(file_size * 8 / (goodput.value * 1e6), history.overhead.value, goodput)
+    mbps = goodput.value if run.path_rate_mbps is None else min(goodput.value,
+                                                                 run.path_rate_mbps)
+    return RunEstimate(file_size * 8 / (mbps * 1e6), history.overhead.value, goodput)
 
 
 def estimate_plan(history: History, runs: Sequence[PlannedLike], file_size: int,
@@ -166,7 +175,7 @@ def describe_estimate(est: PlanEstimate) -> str:
     guessed)."""
     head = f"estimated {format_duration(est.seconds)}"
     if est.guess:
-        return f"{head} ({_no_history(est.history)}; {GUESS_MBPS / 1000:g} Gbit/s and " \
+        return f"{head} ({_no_history(est.history)}; {_GUESSED} and " \
                f"{GUESS_OVERHEAD_S:g} s overhead per run assumed)"
     return f"{head}: {_transfer_note(est)}, {_timing_note(est.history)}"
 
@@ -201,11 +210,11 @@ def _transfer_note(est: PlanEstimate) -> str:
     if not est.pairs_guessed:
         return f"transfers from {whose} recent goodput of {_count(pairs, 'pair')}"
     if not est.pairs_measured:
-        return f"transfers guessed at {GUESS_MBPS / 1000:g} Gbit/s (no ok attempt of " \
+        return f"transfers guessed at {_GUESSED} (no ok attempt of " \
                f"{'these pairs' if pairs > 1 else 'this pair'} on {_names(est.history)})"
     return f"transfers from {whose} recent goodput for {est.pairs_measured} of {pairs} " \
            f"pairs ({_count(est.pairs_guessed, 'pair')} guessed at " \
-           f"{GUESS_MBPS / 1000:g} Gbit/s)"
+           f"{_GUESSED})"
 
 
 def _timing_note(history: History) -> str:

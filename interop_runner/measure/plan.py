@@ -56,6 +56,17 @@ class PlannedRun:
         return 1.0 + max(ends) if len(ends) == len(flows) else None
 
     @property
+    def path_rate_mbps(self) -> float | None:
+        """The rate of its emulated path in Mbit/s: the bottleneck's, or the links' sum;
+        None without a path or with a trace (its rate varies)."""
+        path = self.cfg.path if self.cfg is not None else None
+        if path is None:
+            return None
+        if path.links:
+            return sum(link.rate for link in path.links) / 1e6
+        return None if path.rate is None else path.rate / 1e6
+
+    @property
     def key(self) -> str:
         """Identifies the run within its campaign (pair, variant, repetition)."""
         return f"{self.server}_{self.client}/{self.variant.id}/{self.repetition}"
