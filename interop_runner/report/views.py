@@ -71,6 +71,27 @@ CONFORMANCE_VIEWS: tuple[View, ...] = (
          needs_column=_NO_FLOWS),
 )
 
+# paper 003's closed-form checks and ACK ratio (docs/closed-form.md)
+MODEL_VIEWS: tuple[View, ...] = (
+    View("closed-form", "Closed-form ceilings (003 Figs. 3-5)", "closed_form", "frame",
+         "Goodput of each attempt over a calibrated path under its pair's closed-form "
+         "ceiling: the link's rate less headers, Mathis's loss-limited rate for a Reno "
+         "sender, and window / RTT where the receiver's flow-control window is known. "
+         "Points well below a curve leave the path unused for a reason the table's "
+         "`basis` and the bottleneck label tell; a red cross above a curve is a "
+         "measurement error, not a fast stack.",
+         needs_column=("ceiling_mbps", "no closed-form ceiling (no calibrated emulated "
+                                       "path in this campaign)"),
+         table=("closed_form_frame", "Goodput against its ceilings per attempt")),
+    View("ack-ratio", "ACK ratio (003 Fig. 7)", "ack_ratio_sweep", "frame",
+         "Goodput (left) and the client's datagrams sent per datagram received (right, the "
+         "ideal 1/n dotted) against the ACK ratio asked for, a line per pair and base RTT. "
+         "On lossy paths ACKing less often slows loss recovery (003 Fig. 7); a stack that "
+         "ACKs per receive batch or on its ACK timer lies below 1/n.",
+         needs_column=("ack_ratio", "no ACK ratio asked for in this campaign"),
+         table=("ack_ratio_frame", "Per pair, RTT and ACK ratio")),
+)
+
 VIEWS: tuple[View, ...] = (
     View("interop", "Interop matrix (Fig. 6)", "interop_heatmap", "frame",
          "Median goodput of every server x client pair. Compare rows (servers) and columns "
@@ -101,6 +122,7 @@ VIEWS: tuple[View, ...] = (
          table=("path_calibration_frame", "Path calibration: configured against measured")),
     *FLOW_VIEWS,
     *CONFORMANCE_VIEWS,
+    *MODEL_VIEWS,
     View("crypto", "Ciphers and AES hardware (Fig. 5)", "crypto", "frame",
          "AES-GCM with and without AES-NI against ChaCha20-Poly1305. QUIC usually loses less "
          "than TCP/TLS without hardware AES (small records, encrypted ACKs)."),

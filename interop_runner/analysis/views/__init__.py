@@ -35,6 +35,9 @@ view                   what it plots                                            
 ``conformance_envelope_grid``  the envelopes of the report's selection of cells      -
 ``history_series``     one history series over its campaigns, change points marked   -
                        (input: the points and change points of analysis.history)
+``ack_ratio_sweep``    goodput and the client's datagrams sent / received against    003
+                       the ACK ratio asked for, a line per pair and RTT              Fig. 7
+                       (frame: ``ack_ratio_frame``)
 ``closed_form``        goodput against loss and RTT under each pair's closed-form    003
                        ceiling curve (link, Mathis, window / RTT), flagged runs      Fig. 3-5
                        crossed (table: ``closed_form_frame``)
@@ -42,6 +45,11 @@ view                   what it plots                                            
 """
 
 from interop_runner.analysis.views.ab import ab_comparison
+from interop_runner.analysis.views.ack_ratio import (
+    ack_ratio_figure,
+    ack_ratio_frame,
+    ack_ratio_sweep,
+)
 from interop_runner.analysis.views.buffers import buffer_sweep
 from interop_runner.analysis.views.ceilings import (
     closed_form,
@@ -87,7 +95,8 @@ from interop_runner.analysis.views.pinning import pinning
 from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
 
-__all__ = ["ab_comparison", "bottlenecks", "buffer_sweep", "closed_form", "closed_form_figure",
+__all__ = ["ab_comparison", "ack_ratio_figure", "ack_ratio_frame", "ack_ratio_sweep",
+           "bottlenecks", "buffer_sweep", "closed_form", "closed_form_figure",
            "closed_form_frame", "conformance_cells", "conformance_envelope_grid",
            "conformance_envelopes", "conformance_envelopes_figure",
            "conformance_envelopes_frame", "conformance_heatmap", "conformance_heatmap_figure",
