@@ -308,3 +308,21 @@ def test_flow_conformance_without_series_or_points_is_na_with_the_reason(
     table = conformance_table(trimmed, results)
     assert table["conformance_missing"].str.startswith("too few points").all()
     assert table["points_test"].isna().all()
+
+
+def test_trials_without_a_common_region_are_na_with_the_reason(
+        cubic: list[np.ndarray]) -> None:
+    """Three trials of the test flow that lie apart (each moved 10 Mbit/s from the last):
+    their envelope, the intersection, is empty, so nothing can be compared (measured: quinn's
+    BBR at 5 BDP)."""
+    from interop_runner.analysis.flow_conformance import FlowClouds, _flow_row
+
+    apart = [trial + np.array([0.0, 10.0 * i]) for i, trial in enumerate(cubic)]
+    result = conformance(apart, cubic, k=1)
+    assert np.isnan(result.conformance) and result.retained_test == 0.0
+    clouds = FlowClouds("quinn/bbr", "quinn", "bbr", "tcp/bbr", apart, cubic, None)
+    row = _flow_row(clouds, {"k": 1})
+    assert np.isnan(row["conformance"]) and row["retained_reference"] > 0.5
+    assert row["conformance_missing"] == (
+        "the test flow's trials share no region: its envelope, their intersection, holds "
+        "none of its points (the trials disagree)")

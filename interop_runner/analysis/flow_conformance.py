@@ -184,7 +184,13 @@ def _flow_row(clouds: FlowClouds, options: dict[str, Any]) -> dict[str, Any]:
     if clouds.missing:
         return {**row, "conformance_missing": clouds.missing}
     result = conformance(clouds.test, clouds.reference, **options).as_dict()
-    return {**row, **{c: result[c] for c in RESULT_COLUMNS}}
+    row.update({c: result[c] for c in RESULT_COLUMNS})
+    empty = [side for side in ("test", "reference") if result[f"retained_{side}"] == 0]
+    if empty:  # conformance() leaves the shares NaN: nothing inside an envelope to compare
+        row["conformance_missing"] = (
+            f"the {' and the '.join(empty)} flow's trials share no region: its envelope, "
+            f"their intersection, holds none of its points (the trials disagree)")
+    return row
 
 
 def flow_clouds(flows: pd.DataFrame, flow_results: pd.DataFrame, label: str,
