@@ -176,6 +176,17 @@ def _clouds(label: str, flows: pd.DataFrame, tcp: pd.DataFrame,
     return replace(none, test=test_trials, reference=ref_trials)
 
 
+# why a flow has no figures when the trials of one cloud or both share no region
+_NO_COMMON_REGION = {
+    ("test",): "the test flow's trials share no region: its envelope, their intersection, "
+               "holds none of its points (the trials disagree)",
+    ("reference",): "the reference flow's trials share no region: its envelope, their "
+                    "intersection, holds none of its points (the trials disagree)",
+    ("test", "reference"): "neither flow's trials share a region: both envelopes, the "
+                           "intersections of their trials, hold none of their points (the "
+                           "trials disagree)"}
+
+
 def _flow_row(clouds: FlowClouds, options: dict[str, Any]) -> dict[str, Any]:
     """The row of one tested flow label: its identity and figures, or why there are none."""
     row: dict[str, Any] = {"label": clouds.label, "server": clouds.server,
@@ -187,9 +198,7 @@ def _flow_row(clouds: FlowClouds, options: dict[str, Any]) -> dict[str, Any]:
     row.update({c: result[c] for c in RESULT_COLUMNS})
     empty = [side for side in ("test", "reference") if result[f"retained_{side}"] == 0]
     if empty:  # conformance() leaves the shares NaN: nothing inside an envelope to compare
-        row["conformance_missing"] = (
-            f"the {' and the '.join(empty)} flow's trials share no region: its envelope, "
-            f"their intersection, holds none of its points (the trials disagree)")
+        row["conformance_missing"] = _NO_COMMON_REGION[tuple(empty)]
     return row
 
 
