@@ -208,6 +208,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     marked ``testbed``, so ``pytest -m "not testbed"`` runs the rest anywhere, without root."""
     for item in items:
         # analysis_results asks for local_testbed at run time (getfixturevalue), so it is
-        # not among the names pytest sees at collection
-        if {"local_testbed", "analysis_results"} & set(getattr(item, "fixturenames", ())):
+        # not among the names pytest sees at collection; ``testbed`` is the module fixture of
+        # test_testbed_local and test_testbed_docker, which bring the testbed up and DOWN
+        # (unmarked, ``-m "not testbed"`` tore down a campaign's testbed under it)
+        if {"local_testbed", "analysis_results", "testbed"} & \
+                set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.testbed)
