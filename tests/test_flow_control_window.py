@@ -77,20 +77,20 @@ def test_the_server_keeps_its_own_window_and_never_blocks_the_pair() -> None:
 
 
 def test_the_registry_pairs() -> None:
-    """What the meta.yml files declare: the aioquic, quic-go and ngtcp2 clients set it, any
+    """What the meta.yml files declare: the aioquic, quic-go, ngtcp2 and quiche clients set it, any
     server may serve them; every other client makes the pair unsupported."""
     reg = load_registry()
     assert sorted(n for n, m in reg.items() if m.supports.flow_control_window) == \
-        ["aioquic", "ngtcp2", "quic-go"]
+        ["aioquic", "ngtcp2", "quic-go", "quiche"]
 
     def why(server: str, client: str) -> str | None:
         alpn = common_alpn(reg[server], reg[client])
         return why_unsupported(WINDOW, reg[server], reg[client], alpn)
 
-    for client in ("aioquic", "ngtcp2", "quic-go"):
-        assert why("quiche", client) is None, client
-    assert why("quic-go", "quiche") == ("quiche cannot set flow_control_window as the client "
-                                        "(the data receiver)")
+    for client in ("aioquic", "ngtcp2", "quic-go", "quiche"):
+        assert why("quinn", client) is None, client
+    assert why("quic-go", "quinn") == ("quinn cannot set flow_control_window as the client "
+                                       "(the data receiver)")
 
 
 def test_the_plan_records_unsupported_pairs_per_window(tmp_path: Path) -> None:
