@@ -1,7 +1,7 @@
 """The flow-control window takes effect on the namespace testbed (paper 003 section IV.C): over
-an emulated 50 ms path, the aioquic, quic-go, ngtcp2 and quiche clients at a fixed 32 KiB window get
-at most 8 x W / RTT (5.24 Mbit/s), well below what the same pair gets with its own windows,
-and a client that cannot set it is recorded as unsupported without running."""
+an emulated 50 ms path, the aioquic, quic-go, ngtcp2, quiche and quinn clients at a fixed
+32 KiB window get at most 8 x W / RTT (5.24 Mbit/s), well below what the same pair gets with
+its own windows, and a client that cannot set it is recorded as unsupported without running."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .test_campaign import run_cli
 
 WINDOW, RTT_MS = 32 * 1024, 50.0
 CEILING = flow_control_ceiling_mbps(WINDOW, RTT_MS)  # 5.24 Mbit/s
-STACKS = ("aioquic", "quic-go", "ngtcp2", "quiche")
+STACKS = ("aioquic", "quic-go", "ngtcp2", "quiche", "quinn")
 # The pairs' own windows (16 MiB and more, auto-tuned) let them go past this multiple of the
 # small window's ceiling: over 7.9 Mbit/s of a 50 Mbit/s path (a CPU-bound client, here at
 # most aioquic, stays far above that).

@@ -115,8 +115,12 @@ pub fn congestion_choice() -> &'static str {
 /// The transport configuration for one connection. `qlog` is the file to write a qlog trace to.
 pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportConfig> {
     let mut t = TransportConfig::default();
-    t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-        .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
+    let (stream_window, connection_window) = match flow_control_window()? {
+        Some(window) => (window, window),
+        None => (STREAM_WINDOW.into(), CONNECTION_WINDOW.into()),
+    };
+    t.stream_receive_window(stream_window)
+        .receive_window(connection_window)
         .send_window(SEND_WINDOW);
     match congestion_choice() {
         "reno" => t.congestion_controller_factory(Arc::new(congestion::NewRenoConfig::default())),
@@ -162,6 +166,27 @@ fn ack_frequency_request() -> Result<Option<quinn::AckFrequencyConfig>> {
     let mut request = quinn::AckFrequencyConfig::default();
     request.ack_eliciting_threshold(VarInt::from_u32(n - 1));
     Ok(Some(request))
+}
+
+/// The client's fixed flow-control window (`FLOW_CONTROL_WINDOW`, bytes) for its streams and
+/// the connection; None for the server and where it is unset. quinn keeps its windows fixed:
+/// the credit is the bytes read plus the window (quinn-proto 0.11.19
+/// src/connection/streams/recv.rs `max_stream_data`, state.rs `add_read_credits`), with no
+/// auto-tuning.
+fn flow_control_window() -> Result<Option<VarInt>> {
+    let window = env("FLOW_CONTROL_WINDOW");
+    let window = window.trim();
+    if window.is_empty() || env("ROLE") == "server" {
+        return Ok(None);
+    }
+    let bytes: u64 = window
+        .parse()
+        .with_context(|| format!("FLOW_CONTROL_WINDOW={window:?}"))?;
+    if bytes == 0 {
+        bail!("FLOW_CONTROL_WINDOW must be above 0");
+    }
+    eprintln!("quinn: flow-control window fixed at {bytes} bytes (connection and streams)");
+    Ok(Some(VarInt::from_u64(bytes)?))
 }
 
 /// The qlog file for a connection named `name` (e.g. "<odcid>_server"), if QLOGDIR is set.
