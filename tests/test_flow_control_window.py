@@ -77,17 +77,18 @@ def test_the_server_keeps_its_own_window_and_never_blocks_the_pair() -> None:
 
 
 def test_the_registry_pairs() -> None:
-    """What the meta.yml files declare: the aioquic, quic-go, ngtcp2, quiche and quinn clients
-    set it, any server may serve them; every other client makes the pair unsupported."""
+    """What the meta.yml files declare: the aioquic, quic-go, ngtcp2, quiche, quinn and
+    s2n-quic clients set it, any server may serve them; every other client makes the pair
+    unsupported."""
     reg = load_registry()
     assert sorted(n for n, m in reg.items() if m.supports.flow_control_window) == \
-        ["aioquic", "ngtcp2", "quic-go", "quiche", "quinn"]
+        ["aioquic", "ngtcp2", "quic-go", "quiche", "quinn", "s2n-quic"]
 
     def why(server: str, client: str) -> str | None:
         alpn = common_alpn(reg[server], reg[client])
         return why_unsupported(WINDOW, reg[server], reg[client], alpn)
 
-    for client in ("aioquic", "ngtcp2", "quic-go", "quiche", "quinn"):
+    for client in ("aioquic", "ngtcp2", "quic-go", "quiche", "quinn", "s2n-quic"):
         assert why("picoquic", client) is None, client
     assert why("quic-go", "picoquic") == ("picoquic cannot set flow_control_window as the "
                                           "client (the data receiver)")
@@ -99,7 +100,7 @@ name: window-plan
 repetitions: 1
 pairs:
   - {{server: quic-go, client: quic-go}}
-  - {{server: quic-go, client: s2n-quic}}
+  - {{server: quic-go, client: picoquic}}
 sweep:
   axes:
     - {{path: params.flow_control_window, values: [32KiB, null], name: window}}
@@ -107,9 +108,9 @@ sweep:
     runs = {(r.client, r.variant.id): r.unsupported for r in build_plan(cfg, ["local"]).runs}
     assert runs == {
         ("quic-go", "window=32KiB"): None, ("quic-go", "window=None"): None,
-        ("s2n-quic", "window=32KiB"): ("s2n-quic cannot set flow_control_window as the client "
+        ("picoquic", "window=32KiB"): ("picoquic cannot set flow_control_window as the client "
                                        "(the data receiver)"),
-        ("s2n-quic", "window=None"): None}
+        ("picoquic", "window=None"): None}
 
 
 NGTCP2_DEFAULT = ["--max-data=32M", "--max-stream-data-bidi-local=16M", "--max-window=32M",

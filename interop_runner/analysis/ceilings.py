@@ -87,8 +87,8 @@ WINDOWS: dict[str, Window] = {
                      "(set_max_stream_window(2 x 16 MiB))"),
     # fixed: the credit is the bytes read plus the window (quinn-proto 0.11.19
     # src/connection/streams/recv.rs:113)
-    "quinn": Window(16 * MiB, "implementations/quinn/src/lib.rs:118 (stream_receive_window)"),
-    "s2n-quic": Window(16 * MiB, "implementations/s2n-quic/src/lib.rs:116-120 "
+    "quinn": Window(16 * MiB, "implementations/quinn/src/lib.rs:120 (stream_receive_window)"),
+    "s2n-quic": Window(16 * MiB, "implementations/s2n-quic/src/lib.rs:119 "
                        "(bidirectional local data window)"),
     # M is 2^20 in ngtcp2's examples (util.cc parse_uint_iec); auto-tuned up to the max
     "ngtcp2": Window(16 * MiB, "implementations/ngtcp2/common.sh:92-93 "
