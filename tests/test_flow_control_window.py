@@ -77,18 +77,19 @@ def test_the_server_keeps_its_own_window_and_never_blocks_the_pair() -> None:
 
 
 def test_the_registry_pairs() -> None:
-    """What the meta.yml files declare: the aioquic, quic-go, ngtcp2, quiche, quinn, s2n-quic
-    and msquic clients set it, any server may serve them; every other client makes the pair
-    unsupported."""
+    """What the meta.yml files declare: the aioquic, quic-go, ngtcp2, quiche, quinn, s2n-quic,
+    msquic and lsquic clients set it, any server may serve them; every other client makes the
+    pair unsupported."""
     reg = load_registry()
     assert sorted(n for n, m in reg.items() if m.supports.flow_control_window) == \
-        ["aioquic", "msquic", "ngtcp2", "quic-go", "quiche", "quinn", "s2n-quic"]
+        ["aioquic", "lsquic", "msquic", "ngtcp2", "quic-go", "quiche", "quinn", "s2n-quic"]
 
     def why(server: str, client: str) -> str | None:
         alpn = common_alpn(reg[server], reg[client])
         return why_unsupported(WINDOW, reg[server], reg[client], alpn)
 
-    for client in ("aioquic", "msquic", "ngtcp2", "quic-go", "quiche", "quinn", "s2n-quic"):
+    for client in ("aioquic", "lsquic", "msquic", "ngtcp2", "quic-go", "quiche", "quinn",
+                   "s2n-quic"):
         assert why("picoquic", client) is None, client
     assert why("quic-go", "picoquic") == ("picoquic cannot set flow_control_window as the "
                                           "client (the data receiver)")

@@ -95,7 +95,7 @@ WINDOWS: dict[str, Window] = {
                      "(--max-stream-data-bidi-local=16M --max-stream-window=16M)"),
     "ngtcp2-trixie": Window(16 * MiB, "implementations/ngtcp2-trixie/image/run_endpoint.sh:78 "
                             "(--max-stream-window=16M)"),
-    "lsquic": Window(16 * MiB, "implementations/lsquic/harness/qir.c:230 "
+    "lsquic": Window(16 * MiB, "implementations/lsquic/harness/qir.c:258 "
                      "(es_max_sfcw = QIR_STREAM_WINDOW, qir.h:25)"),
     # 16 MiB per stream, which MsQuic doubles while below the 32 MiB connection window
     # (msquic 2.5.1-beta src/core/stream_recv.c:772-801)
