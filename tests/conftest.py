@@ -214,3 +214,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if {"local_testbed", "analysis_results", "testbed"} & \
                 set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.testbed)
+
+
+def fake_gtlsclient(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A SETUP_DIR whose ngtcp2 client records its options and writes the download."""
+    bin_dir = tmp_path / "setup" / "ngtcp2" / "bin"
+    bin_dir.mkdir(parents=True)
+    args = tmp_path / "args"
+    client = bin_dir / "client"
+    client.write_text("#!/usr/bin/env bash\n"
+                      f"printf '%s\\n' \"$@\" > {args}\n"
+                      f"echo data > {tmp_path}/dl/file.bin\n")
+    client.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "SETUP_DIR": str(tmp_path / "setup"),
+           "TESTCASE": "goodput", "ALPN": "h3", "DOWNLOADS": str(tmp_path / "dl"),
+           "REQUESTS": "https://198.18.0.1:4433/file.bin"}
+    return env, args

@@ -4,7 +4,6 @@ ngtcp2 client's options and exit 127, and the measured ratio column."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from interop_runner.config.params import (
     resolve,
 )
 
-from .conftest import ROOT
+from .conftest import ROOT, fake_gtlsclient
 
 CUBIC: list[Any] = ["cubic"]  # so that nothing but the ACK parameters is unhonoured
 OWN = Supports(congestion_control=CUBIC, ack_ratio=True, max_ack_delay=True)
@@ -108,22 +107,6 @@ def test_the_registry_pairs() -> None:
                                        "hq-interop")
 
 
-def _fake_gtlsclient(tmp_path: Path) -> tuple[dict[str, str], Path]:
-    """A SETUP_DIR whose ngtcp2 client records its options and writes the download."""
-    bin_dir = tmp_path / "setup" / "ngtcp2" / "bin"
-    bin_dir.mkdir(parents=True)
-    args = tmp_path / "args"
-    client = bin_dir / "client"
-    client.write_text("#!/usr/bin/env bash\n"
-                      f"printf '%s\\n' \"$@\" > {args}\n"
-                      f"echo data > {tmp_path}/dl/file.bin\n")
-    client.chmod(0o755)
-    env = {"PATH": os.environ["PATH"], "SETUP_DIR": str(tmp_path / "setup"),
-           "TESTCASE": "goodput", "ALPN": "h3", "DOWNLOADS": str(tmp_path / "dl"),
-           "REQUESTS": "https://198.18.0.1:4433/file.bin"}
-    return env, args
-
-
 @pytest.mark.parametrize(("extra", "code", "thresh"), [
     ({"ACK_RATIO": "10"}, 0, "--ack-thresh=10"),
     ({"ACK_RATIO": ""}, 0, None),
@@ -132,7 +115,7 @@ def _fake_gtlsclient(tmp_path: Path) -> tuple[dict[str, str], Path]:
 ])
 def test_ngtcp2_client_options(tmp_path: Path, extra: dict[str, str], code: int,
                                thresh: str | None) -> None:
-    env, args = _fake_gtlsclient(tmp_path)
+    env, args = fake_gtlsclient(tmp_path)
     res = subprocess.run([str(ROOT / "implementations/ngtcp2/run-client")],
                          env={**env, **extra}, capture_output=True, text=True, timeout=30)
     assert res.returncode == code, res.stderr

@@ -18,7 +18,7 @@ FULL = Supports(congestion_control=["cubic", "reno", "bbr"],
                 cipher=["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                         "TLS_CHACHA20_POLY1305_SHA256"],
                 socket_buffers=True, gso=True, gro=True, qlog=True, keylog=True,
-                aes_hw_off=True, ack_ratio=True, max_ack_delay=True)
+                aes_hw_off=True, ack_ratio=True, max_ack_delay=True, flow_control_window=True)
 
 
 def test_defaults_are_the_papers():
@@ -42,7 +42,8 @@ def test_sizes_and_bad_values():
 def test_everything_supported_is_honoured():
     p = StandardParams(congestion_control="bbr", cipher="TLS_CHACHA20_POLY1305_SHA256",
                        socket_rcvbuf=2**22, socket_sndbuf=2**21, gso=False, gro=False,
-                       aes_hw=False, ack_ratio=10, max_ack_delay=5)
+                       aes_hw=False, ack_ratio=10, max_ack_delay=5,
+                       flow_control_window="64KiB")
     res = resolve(p, FULL, "x", keylog=True, qlog=True)
     assert res.unhonoured == []
     assert res.env == {"CONGESTION_CONTROL": "bbr", "CIPHER": "TLS_CHACHA20_POLY1305_SHA256",
@@ -50,12 +51,13 @@ def test_everything_supported_is_honoured():
                        "GRO": "0", "AES_HW": "0", "OPENSSL_ia32cap": "~0x200000200000000",
                        "GODEBUG": "cpu.aes=off,cpu.pclmulqdq=off",
                        "GNUTLS_CPUID_OVERRIDE": "0x1", "ACK_RATIO": "10",
-                       "MAX_ACK_DELAY_MS": "5"}
+                       "MAX_ACK_DELAY_MS": "5", "FLOW_CONTROL_WINDOW": "65536"}
     assert res.effective == {"congestion_control": "bbr",
                              "cipher": "TLS_CHACHA20_POLY1305_SHA256",
                              "socket_rcvbuf": 2**22, "socket_sndbuf": 2**21, "gso": False,
                              "gro": False, "aes_hw": False, "keylog": True, "qlog": True,
-                             "ack_ratio": 10, "max_ack_delay": 5}
+                             "ack_ratio": 10, "max_ack_delay": 5,
+                             "flow_control_window": 65536}
 
 
 def test_unsupported_requests_are_recorded_with_what_is_used():

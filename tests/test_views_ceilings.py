@@ -136,6 +136,31 @@ def test_figure_of_the_derived_campaign(derived: pd.DataFrame) -> None:
     assert by_rtt.get_ylim()[1] == pytest.approx(1.15 * 25.0)
 
 
+def test_a_curve_per_flow_control_window(tmp_path: Path) -> None:
+    """Two attempts of one pair at 50 ms whose clients ran 32 and 64 KiB windows (the sample's
+    record, DERIVED by hand: not measured): a curve each, at 8 x W / RTT, not one at the
+    median window."""
+    root = tmp_path / "campaign"
+    shutil.copytree(PATH_SAMPLE, root)
+    record = json.loads((root / RUN).read_text())
+    for rep, window in enumerate((32 * 1024, 64 * 1024), start=1):
+        record.update(repetition=rep, goodput_mbps=window / 8000.0)  # 80 % of 8 W / 50 ms
+        record["path"]["resolved"]["rtt_ms"] = 50.0
+        record["client"]["effective"]["flow_control_window"] = window
+        attempt = root / RUN.replace("/1/", f"/{rep}/")
+        attempt.parent.mkdir(parents=True, exist_ok=True)
+        attempt.write_text(json.dumps(record))
+    table, fig = closed_form(load_results(root, cache=False))
+    assert list(table["window_bytes"]) == [32 * 1024, 64 * 1024]
+    assert list(table["basis"]) == ["flow_control", "flow_control"]
+    (ax,) = fig.axes
+    curves = [ln for ln in ax.lines if str(ln.get_label()).startswith("_quic-go")]
+    levels = sorted(float(np.interp(50.0, np.asarray(ln.get_xdata(), float),
+                                    np.asarray(ln.get_ydata(), float))) for ln in curves)
+    assert levels == [pytest.approx(8 * 32 * 1024 / 50e3, rel=1e-3),
+                      pytest.approx(8 * 64 * 1024 / 50e3, rel=1e-3)]  # interpolated at 50 ms
+
+
 def test_no_data_without_a_ceiling() -> None:
     frame = load_results(SAMPLE, cache=False)
     table, fig = closed_form(frame)

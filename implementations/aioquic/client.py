@@ -20,8 +20,8 @@ from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
 from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, QuicEvent,
                                  StreamDataReceived, StreamReset)
 
-from common import (apply_ack_policy, apply_socket_buffers, configuration, log,
-                    report_negotiated)
+from common import (apply_ack_policy, apply_flow_control_window, apply_socket_buffers,
+                    configuration, log, report_negotiated)
 
 
 class Download:
@@ -52,6 +52,7 @@ class H3Client(QuicConnectionProtocol):
         self._http = None if self._hq else H3Connection(self._quic)
         self._downloads: dict[int, Download] = {}
         apply_ack_policy(self._quic)
+        apply_flow_control_window(self._quic)
 
     def get(self, url: str, target: Path) -> Download:
         parts = urlsplit(url)

@@ -26,9 +26,12 @@ def log(msg: str) -> None:
 
 def configuration(is_client: bool) -> QuicConfiguration:
     alpn = os.environ.get("ALPN") or "h3"
+    # the client's fixed window (FLOW_CONTROL_WINDOW) is its initial credit too
+    window = flow_control_window() if is_client else None
     cfg = QuicConfiguration(is_client=is_client,
                             alpn_protocols=H3_ALPN if alpn == "h3" else [alpn],
-                            max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA,
+                            max_data=window or MAX_DATA,
+                            max_stream_data=window or MAX_STREAM_DATA,
                             idle_timeout=30.0)
     # CUBIC unless asked otherwise: the paper runs every stack with CUBIC where it has it;
     # aioquic 1.7.2 has reno and cubic (no BBR: the runner records that request as unhonoured)
@@ -159,3 +162,80 @@ def apply_ack_policy(quic) -> None:  # type: ignore[no-untyped-def]
     quic._write_ack_frame = counting_write_ack_frame
     log(f"ACK policy: every {ratio}. ack-eliciting packet, else after "
         f"{quic._ack_delay * 1000:g} ms")
+
+
+# A fixed window is granted again once this share of it was consumed since the last grant
+# (quic-go's WindowUpdateThreshold), so that not every packet carries a credit update.
+WINDOW_UPDATE_SHARE = 0.25
+
+
+def flow_control_window() -> int | None:
+    """FLOW_CONTROL_WINDOW of the contract (bytes), None where unset; not a whole number of
+    bytes above 0: exit 1."""
+    value = os.environ.get("FLOW_CONTROL_WINDOW") or None
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) <= 0:
+        log(f"FLOW_CONTROL_WINDOW must be a number of bytes above 0, not {value!r}")
+        sys.exit(1)
+    return int(value)
+
+
+def sliding_credit(consumed: int, window: int, granted: int) -> int:
+    """The credit (an absolute offset) to grant at a fixed ``window``: ``consumed`` +
+    ``window`` once a WINDOW_UPDATE_SHARE of the window was consumed since the last grant
+    (``granted``), else ``granted``: the sender never has more than ``window`` bytes beyond
+    what the client consumed."""
+    credit = consumed + window
+    return credit if credit - granted >= window * WINDOW_UPDATE_SHARE else granted
+
+
+def apply_flow_control_window(quic) -> None:  # type: ignore[no-untyped-def]
+    """The client's fixed flow-control window (FLOW_CONTROL_WINDOW) for the connection and
+    every stream. aioquic 1.7.2 starts from QuicConfiguration's max_data / max_stream_data
+    (:func:`configuration` sets both to the window) and doubles a credit whenever more than
+    half of it is used (QuicConnection._write_connection_limits, _write_stream_limits), so its
+    window has no bound. Here the credit slides instead: bytes consumed + window
+    (:func:`sliding_credit`). Private parts of aioquic 1.7.2: Limit, _local_max_data,
+    _write_stream_limits, _on_max_stream_data_delivery, _quic_logger."""
+    window = flow_control_window()
+    if window is None:
+        return
+    from aioquic.quic import connection
+    from aioquic.quic.packet import QuicFrameType
+
+    class FixedWindowLimit(connection.Limit):
+        """MAX_DATA at a fixed window: ``value`` (what _write_connection_limits sends when it
+        differs from ``sent``) slides with the bytes received, and its doubling is ignored."""
+
+        @property  # type: ignore[override]
+        def value(self) -> int:
+            return sliding_credit(self.used, window, self.sent)
+
+        @value.setter
+        def value(self, _doubled: int) -> None:
+            pass
+
+    limit = quic._local_max_data
+    quic._local_max_data = FixedWindowLimit(limit.frame_type, limit.name, limit.sent)
+
+    def write_stream_limits(builder, space, stream) -> None:  # type: ignore[no-untyped-def]
+        if not stream.max_stream_data_local:  # a stream the client only sends on
+            return
+        stream.max_stream_data_local = sliding_credit(
+            stream.receiver.starting_offset(), window, stream.max_stream_data_local)
+        if stream.max_stream_data_local_sent == stream.max_stream_data_local:
+            return
+        buf = builder.start_frame(QuicFrameType.MAX_STREAM_DATA,
+                                  capacity=connection.MAX_STREAM_DATA_FRAME_CAPACITY,
+                                  handler=quic._on_max_stream_data_delivery,
+                                  handler_args=(stream,))
+        buf.push_uint_var(stream.stream_id)
+        buf.push_uint_var(stream.max_stream_data_local)
+        stream.max_stream_data_local_sent = stream.max_stream_data_local
+        if quic._quic_logger is not None:
+            builder.quic_logger_frames.append(quic._quic_logger.encode_max_stream_data_frame(
+                maximum=stream.max_stream_data_local, stream_id=stream.stream_id))
+
+    quic._write_stream_limits = write_stream_limits
+    log(f"flow-control window fixed at {window} bytes (connection and streams)")

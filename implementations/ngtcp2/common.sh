@@ -80,3 +80,23 @@ ngtcp2_ack_args() {
   fi
   NGTCP2_ARGS+=("--ack-thresh=$ratio")
 }
+
+# ngtcp2_window_args: appends the client's flow-control windows to NGTCP2_ARGS. By default
+# generous ones, so a 10G link is not window limited: 16 MiB per stream, 32 MiB per connection,
+# auto-tuned up to those (M is 2^20: util.cc parse_uint_iec). FLOW_CONTROL_WINDOW=n (bytes):
+# n for the stream and the connection, as the initial credit and as the largest the auto-tuning
+# may reach (--max-window, --max-stream-window), so the window stays n.
+ngtcp2_window_args() {
+  local window="${FLOW_CONTROL_WINDOW:-}"
+  if [[ -z $window ]]; then
+    NGTCP2_ARGS+=(--max-data=32M --max-stream-data-bidi-local=16M --max-window=32M
+      --max-stream-window=16M)
+    return 0
+  fi
+  if [[ ! $window =~ ^[0-9]+$ ]] || ((window < 1)); then
+    echo "ngtcp2: FLOW_CONTROL_WINDOW must be a number of bytes above 0, not '$window'" >&2
+    exit 1
+  fi
+  NGTCP2_ARGS+=("--max-data=$window" "--max-stream-data-bidi-local=$window"
+    "--max-window=$window" "--max-stream-window=$window")
+}

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CEILING_COLUMNS", "WINDOWS", "Window", "ceiling_values",
+__all__ = ["CEILING_COLUMNS", "WINDOWS", "Window", "asked_window", "ceiling_values",
            "flow_control_ceiling_mbps", "link_ceiling_mbps", "loss_tolerance",
            "mathis_ceiling_mbps", "mathis_payload", "payload_bytes", "receiver_window"]
 
@@ -73,10 +73,11 @@ class Window:
 
 
 # The receiver (the client: the data flows server -> client) decides the window. Read from
-# the harnesses in implementations/ and the pinned sources (docs/closed-form.md).
+# the harnesses in implementations/ and the pinned sources (docs/closed-form.md). An attempt
+# whose client ran the flow_control_window parameter uses that instead (asked_window).
 WINDOWS: dict[str, Window] = {
     # the harness leaves quic.Config's windows unset (implementations/quic-go/internal/
-    # common/common.go:93): auto-tuned up to 6 MiB per stream (15 MiB per connection)
+    # common/common.go:95): auto-tuned up to 6 MiB per stream (15 MiB per connection)
     "quic-go": Window(6 * MiB, "quic-go internal/protocol/params.go:25 "
                       "DefaultMaxReceiveStreamFlowControlWindow", ("v0.64.0", "v0.65.0")),
     "quic-go-qir": Window(6 * MiB, "the quic-go harness's binaries (meta.yml); quic-go "
@@ -86,15 +87,15 @@ WINDOWS: dict[str, Window] = {
                      "(set_max_stream_window(2 x 16 MiB))"),
     # fixed: the credit is the bytes read plus the window (quinn-proto 0.11.19
     # src/connection/streams/recv.rs:113)
-    "quinn": Window(16 * MiB, "implementations/quinn/src/lib.rs:118 (stream_receive_window)"),
-    "s2n-quic": Window(16 * MiB, "implementations/s2n-quic/src/lib.rs:116-120 "
+    "quinn": Window(16 * MiB, "implementations/quinn/src/lib.rs:120 (stream_receive_window)"),
+    "s2n-quic": Window(16 * MiB, "implementations/s2n-quic/src/lib.rs:119 "
                        "(bidirectional local data window)"),
     # M is 2^20 in ngtcp2's examples (util.cc parse_uint_iec); auto-tuned up to the max
-    "ngtcp2": Window(16 * MiB, "implementations/ngtcp2/run-client:34 "
+    "ngtcp2": Window(16 * MiB, "implementations/ngtcp2/common.sh:92-93 "
                      "(--max-stream-data-bidi-local=16M --max-stream-window=16M)"),
     "ngtcp2-trixie": Window(16 * MiB, "implementations/ngtcp2-trixie/image/run_endpoint.sh:78 "
                             "(--max-stream-window=16M)"),
-    "lsquic": Window(16 * MiB, "implementations/lsquic/harness/qir.c:230 "
+    "lsquic": Window(16 * MiB, "implementations/lsquic/harness/qir.c:258 "
                      "(es_max_sfcw = QIR_STREAM_WINDOW, qir.h:25)"),
     # 16 MiB per stream, which MsQuic doubles while below the 32 MiB connection window
     # (msquic 2.5.1-beta src/core/stream_recv.c:772-801)
@@ -123,8 +124,9 @@ CEILING_COLUMNS: dict[str, tuple[str, str, str]] = {
     "ceiling_loss_mbps": ("Float64", "Mbit/s (SI)", "loss-limited goodput of a Reno sender "
                           "(Mathis): 8 x payload x sqrt(M / q) / base RTT x sqrt(3 / (2 x "
                           "loss)), M the largest datagram, q the mean one"),
-    "ceiling_window_bytes": ("Int64", "bytes", "the receiver's largest flow-control window "
-                             "(analysis/ceilings.py WINDOWS)"),
+    "ceiling_window_bytes": ("Int64", "bytes", "the receiver's largest flow-control window: "
+                             "the flow_control_window parameter where the client ran it, "
+                             "else its stack's window (analysis/ceilings.py WINDOWS)"),
     "ceiling_flow_control_mbps": ("Float64", "Mbit/s (SI)", "flow-control-limited goodput: "
                                   "8 x window / base RTT"),
     "ceiling_mbps": ("Float64", "Mbit/s (SI)", "the lowest ceiling known"),
@@ -212,6 +214,14 @@ def receiver_window(implementation: str | None, version: str | None
     return window.size, None
 
 
+def asked_window(client: dict[str, Any]) -> int | None:
+    """The fixed window a record's client side ran (``effective.flow_control_window``: the
+    standard parameter it honoured), None where it ran its own."""
+    value = (client.get("effective") or {}).get("flow_control_window")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
 @dataclass(frozen=True)
 class _Ceiling:
     """One ceiling of an attempt: its value and flag tolerance, or why it has none."""
@@ -237,6 +247,7 @@ class _Attempt:
     sender_cc: Any
     receiver: Any
     receiver_version: Any
+    window: int | None  # the flow_control_window the client ran (None: its own)
     flow_count: int  # competing flows (0: one pair)
     file_size: Any
 
@@ -307,6 +318,7 @@ def _attempt(record: dict[str, Any], path: dict[str, Any]) -> _Attempt:
         mathis_payload=mathis_payload(payload, packet, mtu, transport),
         sender_cc=(server.get("effective") or {}).get("congestion_control"),
         receiver=client.get("implementation"), receiver_version=client.get("version"),
+        window=asked_window(client),
         flow_count=len(flows) if isinstance(flows, list) else 0,
         file_size=record.get("file_size"))
 
@@ -356,12 +368,14 @@ def _loss(attempt: _Attempt) -> _Ceiling:
 
 
 def _flow_control(attempt: _Attempt) -> tuple[_Ceiling, int | None]:
-    """One receive window per base round trip, and the window."""
+    """One receive window per base round trip, and the window: the one the client was asked
+    for (flow_control_window), else its stack's (:data:`WINDOWS`)."""
     if attempt.flow_count:
         return _Ceiling(missing=f"{attempt.flow_count} competing flows (a window per flow)"), None
     if not attempt.rtt_ms:
         return _Ceiling(missing="no base RTT"), None
-    window, why = receiver_window(attempt.receiver, attempt.receiver_version)
+    window, why = (attempt.window, None) if attempt.window else \
+        receiver_window(attempt.receiver, attempt.receiver_version)
     if window is None:
         return _Ceiling(missing=why), None
     ceiling = flow_control_ceiling_mbps(window, attempt.rtt_ms)

@@ -50,6 +50,8 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
     "ack_ratio": ("", "run.json params", "ACK ratio 1:n asked of the client (the data "
                   "receiver): it acknowledges every n-th ack-eliciting packet"),
     "max_ack_delay": ("ms", "run.json params", "longest the client may hold an ACK, asked for"),
+    "flow_control_window": ("bytes", "run.json params", "the client's (the data receiver's) "
+                            "fixed connection and stream flow-control window, asked for"),
     "server_cc": ("", "run.json server.effective", "congestion control the server ran"),
     "client_cc": ("", "run.json client.effective", "congestion control the client ran"),
     "server_unhonoured": ("", "run.json", "parameters the server could not honour"),

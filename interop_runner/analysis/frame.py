@@ -58,6 +58,7 @@ COLUMNS: dict[str, Any] = {
     "gro": "boolean",
     "ack_ratio": "Int64",
     "max_ack_delay": "Int64",
+    "flow_control_window": "Int64",
     # what each side ran with, requests it could not honour, what its library reported
     "server_cc": "string",
     "client_cc": "string",

@@ -86,7 +86,7 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
         path=str(path.parent),
     )
     for key in ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso", "gro",
-                "ack_ratio", "max_ack_delay"):
+                "ack_ratio", "max_ack_delay", "flow_control_window"):
         row[key] = (data.get("params") or {}).get(key)
     row["wire_cipher"] = (data.get("handshake") or {}).get("selected")
     row["variant"] = data.get("variant") or None

@@ -324,8 +324,8 @@ def support_table(registry: dict[str, ImplementationMeta]) -> str:
     """
     head = ("| implementation | version | protocols | congestion control | cipher suites | "
             "socket buffers | GSO on/off | GRO on/off | AES-NI off | qlog | key log | "
-            "ACK frequency | own parameters |")
-    lines = [head, "|" + "---|" * 13]
+            "ACK frequency | flow-control window | own parameters |")
+    lines = [head, "|" + "---|" * 14]
 
     def yes(flag: bool) -> str:
         return "yes" if flag else "no"
@@ -340,7 +340,8 @@ def support_table(registry: dict[str, ImplementationMeta]) -> str:
         lines.append(f"| `{name}` | {meta.version} | {', '.join(meta.alpns)} | {cc} | {ciphers} | "
                      f"{yes(sup.socket_buffers)} | {yes(sup.gso)} | {yes(sup.gro)} | "
                      f"{yes(sup.aes_hw_off)} | "
-                     f"{yes(sup.qlog)} | {yes(sup.keylog)} | {_ack_cell(sup)} | {own} |")
+                     f"{yes(sup.qlog)} | {yes(sup.keylog)} | {_ack_cell(sup)} | "
+                     f"{yes(sup.flow_control_window)} | {own} |")
     return "\n".join(lines)
 
 

@@ -26,6 +26,10 @@ LIBRARY_DEFAULT = "library default"
 Role = Literal["server", "client"]
 # RFC 9000 section 18.2: a max_ack_delay of 2^14 ms or more is invalid
 MAX_ACK_DELAY_LIMIT_MS = 2**14 - 1
+# the smallest flow-control window a campaign may ask for (about 11 full packets), and the
+# largest a QUIC variable-length integer holds (RFC 9000 section 16)
+MIN_FLOW_CONTROL_WINDOW = 16 * 1024
+MAX_VARINT = 2**62 - 1
 NEGOTIATED_MARKER = "QIR_NEGOTIATED "
 
 
@@ -45,8 +49,12 @@ class StandardParams(BaseModel):
     # after the first unacknowledged one. None: the library's own policy.
     ack_ratio: int | None = Field(None, ge=1)
     max_ack_delay: int | None = Field(None, ge=1, le=MAX_ACK_DELAY_LIMIT_MS)
+    # the data receiver's (the client's) flow-control window in bytes (paper 003 section
+    # IV.C): its initial connection and stream credit, kept fixed (no auto-tuning beyond it).
+    # None: the harness's own windows (analysis/ceilings.py WINDOWS)
+    flow_control_window: int | None = Field(None, ge=MIN_FLOW_CONTROL_WINDOW, le=MAX_VARINT)
 
-    @field_validator("socket_rcvbuf", "socket_sndbuf", mode="before")
+    @field_validator("socket_rcvbuf", "socket_sndbuf", "flow_control_window", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int | None:
         if value is None:
@@ -74,6 +82,9 @@ class Supports(BaseModel):
     # the ACK_FREQUENCY frame (draft-ietf-quic-ack-frequency): as the server it asks the
     # client for the ratio, as the client it obeys such a request
     ack_frequency: bool = False
+    # as the client: grants FLOW_CONTROL_WINDOW bytes of credit per stream and connection,
+    # with no auto-tuning beyond it
+    flow_control_window: bool = False
 
 
 # Environment that hides AES-NI (and carry-less multiply, which AES-GCM uses) from the crypto
@@ -108,6 +119,8 @@ def _env(params: StandardParams) -> dict[str, str]:
         "AES_HW": "1" if params.aes_hw else "0",
         "ACK_RATIO": "" if params.ack_ratio is None else str(params.ack_ratio),
         "MAX_ACK_DELAY_MS": "" if params.max_ack_delay is None else str(params.max_ack_delay),
+        "FLOW_CONTROL_WINDOW": ("" if params.flow_control_window is None
+                                else str(params.flow_control_window)),
     }
     if not params.aes_hw:
         env.update(AES_HW_OFF_ENV)
@@ -137,19 +150,26 @@ class _Resolver:
         # a server's request carries the ratio only: the delay it asks for is capped at the RTT
         requested = peer is not None and peer.ack_frequency and self.supports.ack_frequency
         for name in ACK_PARAMS:
-            value = getattr(self.params, name)
-            if role == "server" or value is None:
-                self.out.effective[name] = LIBRARY_DEFAULT
-            elif getattr(self.supports, name) or (requested and name == "ack_ratio"):
-                self.out.effective[name] = value
-            else:
-                self.out.effective[name] = LIBRARY_DEFAULT
-                self.miss(name, value, LIBRARY_DEFAULT, f"cannot set {name} as the client "
-                          "(the data receiver)")
-                self.out.unsupported.append(self.out.unhonoured[-1]["reason"])
+            self.receiver(name, role, getattr(self.supports, name) or
+                          (requested and name == "ack_ratio"))
         if role == "client" and requested and not self.supports.ack_ratio and \
                 self.params.ack_ratio is not None:
             self.out.effective["ack_policy"] = ASKED_BY_SERVER
+
+    def receiver(self, name: str, role: Role, honoured: bool) -> None:
+        """A parameter of the data receiver (the client): the value where it is ``honoured``,
+        else the library's default and the pair unsupported (a run at the library's setting
+        would be mislabelled). The server keeps its library's setting and never blocks."""
+        value = getattr(self.params, name)
+        if role == "server" or value is None:
+            self.out.effective[name] = LIBRARY_DEFAULT
+        elif honoured:
+            self.out.effective[name] = value
+        else:
+            self.out.effective[name] = LIBRARY_DEFAULT
+            self.miss(name, value, LIBRARY_DEFAULT, f"cannot set {name} as the client "
+                      "(the data receiver)")
+            self.out.unsupported.append(self.out.unhonoured[-1]["reason"])
 
     def congestion_control(self) -> None:
         cc, offered = self.params.congestion_control, self.supports.congestion_control
@@ -216,6 +236,7 @@ def resolve(params: StandardParams, supports: Supports, implementation: str, *,
     resolver.aes_hw()
     resolver.logs(keylog, qlog)
     resolver.ack_policy(role, peer)
+    resolver.receiver("flow_control_window", role, resolver.supports.flow_control_window)
     return resolver.out
 
 

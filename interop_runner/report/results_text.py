@@ -25,7 +25,8 @@ def implementation_lines(registry: Mapping[str, ImplementationMeta]) -> list[str
         params = ", ".join(f"{k} ({v.type})" for k, v in meta.parameters.items()) or "-"
         sup = meta.supports
         flags = [n for n in ("socket_buffers", "gso", "gro", "qlog", "keylog", "ack_ratio",
-                             "max_ack_delay", "ack_frequency") if getattr(sup, n)]
+                             "max_ack_delay", "ack_frequency", "flow_control_window")
+                 if getattr(sup, n)]
         lines.append(
             f"{meta.name:{name_w}} {meta.version:{version_w}} {_kind(meta):22} "
             f"roles={','.join(meta.roles):14} "

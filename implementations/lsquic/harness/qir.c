@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,10 +212,37 @@ qir_addr_str (const struct sockaddr *sa, char *buf, size_t len)
 
 /* ------------------------------------------------------------------ engine settings */
 
+/* The client's fixed flow-control window (FLOW_CONTROL_WINDOW, bytes), 0 where unset. lsquic's
+ * windows are unsigned: a larger one cannot be honoured (exit 127). */
+static unsigned
+flow_control_window (void)
+{
+    const char *v = qir_env("FLOW_CONTROL_WINDOW", 0);
+    char *end;
+    unsigned long long n;
+
+    if (!v)
+        return 0;
+    errno = 0;
+    n = strtoull(v, &end, 10);
+    if (errno || *end || n == 0)
+        qir_die("FLOW_CONTROL_WINDOW: not a size in bytes: '%s'", v);
+    if (n > UINT_MAX)
+    {
+        qir_log("unsupported FLOW_CONTROL_WINDOW=%s: lsquic's windows take at most %u bytes",
+                v, UINT_MAX);
+        exit(127);
+    }
+    return (unsigned) n;
+}
+
+
 void
 qir_engine_settings (struct lsquic_engine_settings *s, unsigned flags,
                      const struct qir_config *cfg)
 {
+    unsigned window = 0;
+
     char err[256];
 
     lsquic_engine_init_settings(s, flags);
@@ -230,6 +258,17 @@ qir_engine_settings (struct lsquic_engine_settings *s, unsigned flags,
     s->es_max_sfcw = QIR_STREAM_WINDOW;
     s->es_cfcw = QIR_CONN_WINDOW;
     s->es_sfcw = QIR_STREAM_WINDOW;
+    /* The client's fixed window: the initial and the largest the same, so the auto-tuning
+     * (lsquic_sfcw.c, up to es_max_sfcw / es_max_cfcw) cannot grow it. */
+    if (0 == strcmp(cfg->role, "client"))
+        window = flow_control_window();
+    if (window)
+    {
+        s->es_init_max_data = s->es_max_cfcw = s->es_cfcw = window;
+        s->es_init_max_stream_data_bidi_local = s->es_init_max_stream_data_bidi_remote = window;
+        s->es_max_sfcw = s->es_sfcw = window;
+        qir_log("flow-control window fixed at %u bytes (connection and streams)", window);
+    }
     /* No Retry: with es_support_srej a server answers a ClientHello split over several
      * Initial packets (OpenSSL 3.5's with its post-quantum key share) with a Retry when the
      * first tick sees only its first packet, and curl's connection then stalled (1 of 3 runs).

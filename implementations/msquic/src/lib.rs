@@ -60,11 +60,16 @@ pub fn settings(prog: &str, server: bool) -> Settings {
             CC_CUBIC
         }
     };
+    let (stream_window, connection_window) = if server {
+        (STREAM_WINDOW, CONNECTION_WINDOW)
+    } else {
+        flow_control_window(prog).map_or((STREAM_WINDOW, CONNECTION_WINDOW), |w| (w, w))
+    };
     let mut s = Settings::new()
         .set_CongestionControlAlgorithm(cc)
         // the stream receive window must be a power of two for MsQuic (16 MiB is)
-        .set_StreamRecvWindowDefault(STREAM_WINDOW)
-        .set_ConnFlowControlWindow(CONNECTION_WINDOW)
+        .set_StreamRecvWindowDefault(stream_window)
+        .set_ConnFlowControlWindow(connection_window)
         // MsQuic copies app sends into its own buffer (sized to the BDP) and completes
         // them at once: the simple "keep a few sends pending" model of docs/Streams.md.
         .set_SendBufferingEnabled()
@@ -75,6 +80,39 @@ pub fn settings(prog: &str, server: bool) -> Settings {
             .set_ServerResumptionLevel(msquic::ServerResumptionLevel::NoResume);
     }
     s
+}
+
+/// The client's fixed flow-control window (`FLOW_CONTROL_WINDOW`, bytes; None where unset),
+/// for its streams and the connection. MsQuic doubles a stream's window only while it is below
+/// the connection window (msquic 2.5.1-beta src/core/stream_recv.c:772-774), so with both at n
+/// it stays n; the connection's credit is the bytes delivered + its window. MsQuic takes a
+/// stream window that is a power of two and fits 32 bits only: any other cannot be honoured
+/// (exit 127).
+fn flow_control_window(prog: &str) -> Option<u32> {
+    let value = getenv("FLOW_CONTROL_WINDOW");
+    if value.trim().is_empty() {
+        return None;
+    }
+    let Ok(bytes) = value.trim().parse::<u64>() else {
+        log(
+            prog,
+            &format!("FLOW_CONTROL_WINDOW must be bytes, not '{value}'"),
+        );
+        std::process::exit(1);
+    };
+    match u32::try_from(bytes) {
+        Ok(window) if window.is_power_of_two() => {
+            log(
+                prog,
+                &format!("flow-control window fixed at {window} bytes (connection and streams)"),
+            );
+            Some(window)
+        }
+        _ => {
+            log(prog, &format!("unsupported FLOW_CONTROL_WINDOW={bytes}: MsQuic takes a power of two below 2^32"));
+            std::process::exit(127);
+        }
+    }
 }
 
 /// AllowedCipherSuites for $CIPHER (None = library default).

@@ -148,13 +148,17 @@ func run() error {
 		tlsConf.KeyLogWriter = keyLog
 	}
 
+	quicConf, err := common.ClientQUICConfig()
+	if err != nil {
+		return err
+	}
 	if os.Getenv("ALPN") == "hq-interop" {
-		return runHQ(requests, downloads, tlsConf)
+		return runHQ(requests, downloads, tlsConf, quicConf)
 	}
 
 	tr := &http3.Transport{
 		TLSClientConfig: tlsConf,
-		QUICConfig:      common.QUICConfig(),
+		QUICConfig:      quicConf,
 	}
 	// Closing the transport closes the QUIC connection, which also completes the qlog file.
 	defer tr.Close()
@@ -171,7 +175,7 @@ func run() error {
 
 // runHQ downloads the URLs over HTTP/0.9 (hq-interop): one bidirectional
 // stream per file carrying "GET /path\r\n", answered by the file's bytes.
-func runHQ(requests []string, dir string, tlsConf *tls.Config) error {
+func runHQ(requests []string, dir string, tlsConf *tls.Config, quicConf *quic.Config) error {
 	if len(requests) == 0 {
 		return nil
 	}
@@ -181,7 +185,7 @@ func runHQ(requests []string, dir string, tlsConf *tls.Config) error {
 	}
 	tlsConf.NextProtos = []string{"hq-interop"}
 	ctx := context.Background()
-	conn, err := quic.DialAddr(ctx, first.Host, tlsConf, common.QUICConfig())
+	conn, err := quic.DialAddr(ctx, first.Host, tlsConf, quicConf)
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", first.Host, err)
 	}

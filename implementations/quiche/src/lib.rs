@@ -171,6 +171,30 @@ pub fn make_config(
     (config, Settings { cc_runner_name })
 }
 
+/// The client's fixed flow-control window (FLOW_CONTROL_WINDOW, bytes; unset: the windows of
+/// [`make_config`]): the initial connection and stream credit, and the largest the auto-tuning
+/// may reach (quiche 0.30.0 src/flowcontrol.rs `set_window` caps it at `max_window`), so the
+/// window stays fixed. quiche grants it again once half of it was consumed
+/// (`should_update_max_data`).
+pub fn apply_flow_control_window(config: &mut quiche::Config) {
+    let Some(value) = getenv_opt("FLOW_CONTROL_WINDOW") else {
+        return;
+    };
+    let window = match value.parse::<u64>() {
+        Ok(window) if window > 0 => window,
+        _ => fatal(&format!(
+            "FLOW_CONTROL_WINDOW must be bytes above 0, not '{value}'"
+        )),
+    };
+    config.set_initial_max_data(window);
+    config.set_initial_max_stream_data_bidi_local(window);
+    config.set_initial_max_stream_data_bidi_remote(window);
+    config.set_initial_max_stream_data_uni(window);
+    config.set_max_connection_window(window);
+    config.set_max_stream_window(window);
+    log!("flow-control window fixed at {window} bytes (connection and streams)");
+}
+
 /// Per-connection side outputs: key log and qlog.
 /// `id` names the qlog file `<id>_<role>.sqlog` (the original destination connection
 /// ID, so that the client's and the server's files match).

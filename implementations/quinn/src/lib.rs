@@ -115,8 +115,12 @@ pub fn congestion_choice() -> &'static str {
 /// The transport configuration for one connection. `qlog` is the file to write a qlog trace to.
 pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportConfig> {
     let mut t = TransportConfig::default();
-    t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-        .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
+    let (stream_window, connection_window) = match flow_control_window()? {
+        Some(window) => (window, window),
+        None => (STREAM_WINDOW.into(), CONNECTION_WINDOW.into()),
+    };
+    t.stream_receive_window(stream_window)
+        .receive_window(connection_window)
         .send_window(SEND_WINDOW);
     match congestion_choice() {
         "reno" => t.congestion_controller_factory(Arc::new(congestion::NewRenoConfig::default())),
@@ -148,20 +152,42 @@ pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportCon
 /// advertises min_ack_delay (quinn does) receives the request; others keep their own policy
 /// (the runner marks such pairs unsupported unless the client sets the ratio itself).
 fn ack_frequency_request() -> Result<Option<quinn::AckFrequencyConfig>> {
-    let ratio = env("ACK_RATIO");
-    let ratio = ratio.trim();
-    if ratio.is_empty() {
+    let Some(n) = env_positive("ACK_RATIO")? else {
+        return Ok(None);
+    };
+    let mut request = quinn::AckFrequencyConfig::default();
+    request.ack_eliciting_threshold(VarInt::from_u64(n - 1)?);
+    Ok(Some(request))
+}
+
+/// The whole number above 0 in the environment variable `name`; None where it is unset.
+fn env_positive(name: &str) -> Result<Option<u64>> {
+    let value = env(name);
+    let value = value.trim();
+    if value.is_empty() {
         return Ok(None);
     }
-    let n: u32 = ratio
-        .parse()
-        .with_context(|| format!("ACK_RATIO={ratio:?}"))?;
+    let n: u64 = value.parse().with_context(|| format!("{name}={value:?}"))?;
     if n == 0 {
-        bail!("ACK_RATIO must be >= 1");
+        bail!("{name} must be >= 1");
     }
-    let mut request = quinn::AckFrequencyConfig::default();
-    request.ack_eliciting_threshold(VarInt::from_u32(n - 1));
-    Ok(Some(request))
+    Ok(Some(n))
+}
+
+/// The client's fixed flow-control window (`FLOW_CONTROL_WINDOW`, bytes) for its streams and
+/// the connection; None for the server and where it is unset. quinn keeps its windows fixed:
+/// the credit is the bytes read plus the window (quinn-proto 0.11.19
+/// src/connection/streams/recv.rs `max_stream_data`, state.rs `add_read_credits`), with no
+/// auto-tuning.
+fn flow_control_window() -> Result<Option<VarInt>> {
+    if env("ROLE") == "server" {
+        return Ok(None);
+    }
+    let Some(bytes) = env_positive("FLOW_CONTROL_WINDOW")? else {
+        return Ok(None);
+    };
+    eprintln!("quinn: flow-control window fixed at {bytes} bytes (connection and streams)");
+    Ok(Some(VarInt::from_u64(bytes)?))
 }
 
 /// The qlog file for a connection named `name` (e.g. "<odcid>_server"), if QLOGDIR is set.

@@ -111,15 +111,49 @@ pub fn io_provider(addr: SocketAddr) -> Result<io::Default> {
 }
 
 /// Generous flow-control windows (s2n-quic's perf tooling sets all windows and the stream send
-/// buffer to one data window the same way).
+/// buffer to one data window the same way), or the client's fixed one
+/// ([`flow_control_window`]) for the connection and every stream.
 pub fn limits() -> Result<limits::Limits> {
-    let stream = u64::from(STREAM_WINDOW);
+    let (connection, stream) = match flow_control_window()? {
+        Some(window) => (window, window),
+        None => (u64::from(CONNECTION_WINDOW), u64::from(STREAM_WINDOW)),
+    };
     Ok(limits::Limits::new()
-        .with_data_window(u64::from(CONNECTION_WINDOW))?
+        .with_data_window(connection)?
         .with_bidirectional_local_data_window(stream)?
         .with_bidirectional_remote_data_window(stream)?
         .with_unidirectional_data_window(stream)?
         .with_max_send_buffer_size(STREAM_WINDOW)?)
+}
+
+/// The client's fixed flow-control window (`FLOW_CONTROL_WINDOW`, bytes); None for the server
+/// and where it is unset. s2n-quic keeps its windows fixed: it grants the bytes released plus
+/// the window (s2n-quic-transport 0.91.0 src/stream/receive_stream.rs and
+/// incoming_connection_flow_controller.rs `desired_flow_control_window`), without auto-tuning.
+/// Its `Limits` take at most u32::MAX bytes: a larger window cannot be honoured (exit 127).
+fn flow_control_window() -> Result<Option<u64>> {
+    let Some(value) = env("FLOW_CONTROL_WINDOW").filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    if env("ROLE").as_deref() == Some("server") {
+        return Ok(None);
+    }
+    let bytes: u64 = value
+        .trim()
+        .parse()
+        .map_err(|e| format!("FLOW_CONTROL_WINDOW={value}: {e}"))?;
+    if bytes == 0 {
+        return Err("FLOW_CONTROL_WINDOW must be above 0".into());
+    }
+    if bytes > u64::from(u32::MAX) {
+        eprintln!(
+            "s2n-quic: unsupported FLOW_CONTROL_WINDOW={bytes}: its limits take at most {} bytes",
+            u32::MAX
+        );
+        std::process::exit(127);
+    }
+    eprintln!("s2n-quic: flow-control window fixed at {bytes} bytes (connection and streams)");
+    Ok(Some(bytes))
 }
 
 /// Per-connection event context: the cipher suite s2n-quic installs for the 1-RTT keys, and

@@ -111,13 +111,15 @@ def _typical(rows: pd.DataFrame) -> "pd.Series[float]":
 
 def _curves(ax: Axes, data: pd.DataFrame, x: str, key: str, colours: dict[str, str]
             ) -> dict[float, str]:
-    """Per pair, path rate and value of ``key`` its closed-form curve over ``x``, a
-    linestyle per value of ``key``; returns the linestyles."""
+    """Per pair, path rate, receive window (flow_control_window sweeps it) and value of
+    ``key`` its closed-form curve over ``x``, a linestyle per value of ``key``; returns the
+    linestyles."""
     log = x == "loss"
     styles = {k: ("-", "--", ":", "-.")[i % 4]
               for i, k in enumerate(sorted(data[key].astype(float).unique()))}
     grid = _grid(data[x].astype(float), log)
-    for (pair, _, _), rows in data.groupby(["pair", key, "rate_mbps"], sort=True):
+    for (pair, *_), rows in data.groupby(["pair", key, "rate_mbps", "window_bytes"], sort=True,
+                                         dropna=False):
         row, value = _typical(rows), float(rows[key].iloc[0])
         rtt, loss = (row.rtt_ms, grid) if log else (grid, row.loss)
         ax.plot(grid, curve_mbps(row, rtt, loss), color=colours[str(pair)],
@@ -160,7 +162,7 @@ def closed_form_figure(table: pd.DataFrame) -> Figure:
     (log scale, lossy paths only; a curve per pair and RTT) and against base RTT (a curve per
     pair and loss); points in the pair's colour, a red cross on an attempt above a ceiling.
     Curves are :func:`curve_mbps`: min(link, Mathis where the sender ran Reno, window / RTT
-    where the window is known) of that pair's attempts."""
+    where the window is known) of that pair's attempts, one per receive window."""
     if table.empty:
         return no_data("a calibrated path with a ceiling (ceiling_* columns)", TITLE)
     colours = {p: f"C{i % 10}" for i, p in enumerate(sorted(set(table["pair"].astype(str))))}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"strconv"
 	_ "unsafe" // for go:linkname
 
 	"github.com/quic-go/quic-go"
@@ -97,4 +98,29 @@ func QUICConfig() *quic.Config {
 		conf.Tracer = qlog.DefaultConnectionTracer
 	}
 	return conf
+}
+
+// ClientQUICConfig returns QUICConfig with the client's flow-control window
+// fixed at FLOW_CONTROL_WINDOW bytes where that is set: the initial and the
+// largest receive window of every stream and of the connection, so that
+// quic-go's auto-tuning (flow_controller_base.go maybeAdjustWindowSize, up to
+// MaxStreamReceiveWindow / MaxConnectionReceiveWindow) cannot grow it. The
+// credit then slides: bytes read + the window, granted again once a quarter
+// of it was read (protocol.WindowUpdateThreshold).
+func ClientQUICConfig() (*quic.Config, error) {
+	conf := QUICConfig()
+	value := os.Getenv("FLOW_CONTROL_WINDOW")
+	if value == "" {
+		return conf, nil
+	}
+	window, err := strconv.ParseUint(value, 10, 64)
+	if err != nil || window == 0 {
+		return nil, fmt.Errorf("FLOW_CONTROL_WINDOW must be a number of bytes above 0, not %q", value)
+	}
+	conf.InitialStreamReceiveWindow = window
+	conf.MaxStreamReceiveWindow = window
+	conf.InitialConnectionReceiveWindow = window
+	conf.MaxConnectionReceiveWindow = window
+	log.Printf("flow-control window fixed at %d bytes (connection and streams)", window)
+	return conf, nil
 }

@@ -76,6 +76,7 @@ fn main() {
     config.verify_peer(true);
     // the ACK timer the client advertises is the one its ACK policy keeps (src/ack.rs)
     config.set_max_ack_delay(max_ack_delay_ms());
+    apply_flow_control_window(&mut config);
     let mut ack = AckPolicy::from_env();
 
     let bind: SocketAddr = if peer.is_ipv4() {
