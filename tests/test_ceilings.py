@@ -19,6 +19,7 @@ import pytest
 from interop_runner.analysis import load_results
 from interop_runner.analysis.ceilings import (
     CEILING_COLUMNS,
+    RENO_BACKOFFS,
     WINDOWS,
     ceiling_values,
     flow_control_ceiling_mbps,
@@ -28,6 +29,7 @@ from interop_runner.analysis.ceilings import (
     mathis_payload,
     payload_bytes,
     receiver_window,
+    reno_backoff,
 )
 from interop_runner.analysis.diagnosis import diagnose
 
@@ -159,16 +161,32 @@ def test_the_sample_record_as_it_is() -> None:
     assert row["ceiling_exceeded"] is False
 
 
+def test_a_reno_that_keeps_more_of_its_window_gets_more() -> None:
+    # b = 0.7: sqrt((1 + 0.7) / (2 x 0.3 x p)) against sqrt(3 / (2 p)): x sqrt(2.8333 / 1.5)
+    assert mathis_ceiling_mbps(1444, 50.0, 0.001, 0.7) == pytest.approx(8.948140723077616
+                                                                       * 1.3743685418725533)
+    assert mathis_ceiling_mbps(1444, 50.0, 0.001, 0.5) == mathis_ceiling_mbps(1444, 50.0, 0.001)
+    assert reno_backoff("quic-go") == reno_backoff("quic-go@v0.64.0") == 0.7
+    assert reno_backoff("quiche") == reno_backoff(None) == 0.5
+    assert "renoBeta = 0.7" in RENO_BACKOFFS["quic-go"].source
+
+
 def test_loss_limited_reno() -> None:
+    """The sample's sender is quic-go, whose Reno keeps 0.7 of its window after a loss;
+    another stack's is Reno's 1/2."""
     row = derived(lossy(0.001, 50.0))
-    expected = mathis_ceiling_mbps(PAYLOAD * math.sqrt(1472 / (PACKET - 42)), 50.0, 0.001)
+    expected = mathis_ceiling_mbps(PAYLOAD * math.sqrt(1472 / (PACKET - 42)), 50.0, 0.001,
+                                   0.7)
     assert row["ceiling_loss_mbps"] == pytest.approx(expected)
-    assert row["ceiling_loss_mbps"] == pytest.approx(8.5725, abs=1e-4)  # below the link's 19.0
+    assert row["ceiling_loss_mbps"] == pytest.approx(8.5725 * 1.3743685, abs=1e-3)
+    halving = derived(lambda r: (lossy(0.001, 50.0)(r), r["server"].update(
+        implementation="quiche")))
+    assert halving["ceiling_loss_mbps"] == pytest.approx(8.5725, abs=1e-4)  # below 19.0
     assert (row["ceiling_mbps"], row["ceiling_basis"]) == (pytest.approx(expected), "loss")
     assert row["ceiling_ratio"] == pytest.approx(GOODPUT / expected)
     # 18.7 Mbit/s where Reno gets 8.6 at most, beyond any chance of the losses: flagged
     assert row["ceiling_exceeded"] is True
-    assert row["ceiling_exceeded_by"].startswith("goodput 18.69 Mbit/s > loss ceiling 8.57")
+    assert row["ceiling_exceeded_by"].startswith("goodput 18.69 Mbit/s > loss ceiling 11.78")
     assert row["ceiling_missing"] is None
 
 

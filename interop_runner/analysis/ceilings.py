@@ -19,7 +19,8 @@ from typing import Any
 
 __all__ = ["CEILING_COLUMNS", "WINDOWS", "Window", "asked_window", "ceiling_values",
            "flow_control_ceiling_mbps", "link_ceiling_mbps", "loss_tolerance",
-           "mathis_ceiling_mbps", "mathis_payload", "payload_bytes", "receiver_window"]
+           "mathis_ceiling_mbps", "mathis_payload", "payload_bytes", "receiver_window",
+           "reno_backoff", "RENO_BACKOFFS"]
 
 # Bytes a full packet carries besides the file's data (docs/closed-form.md). tbf, the
 # bottleneck, counts the Ethernet header but no preamble, FCS or inter-frame gap.
@@ -56,6 +57,24 @@ FLOW_CONTROL_TOLERANCE = 0.02
 MATHIS_C = math.sqrt(1.5)
 RANDOM_LOSS_C = 1.31
 LOSS_QUANTILE = 0.01  # a transfer sees fewer losses than this quantile once in a hundred
+RENO_BACKOFF = 0.5  # RFC 9002 kLossReductionFactor: the window share Reno keeps after a loss
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """A stack's Reno that keeps another share of its window after a loss, and where that
+    is in its source."""
+
+    keeps: float
+    source: str
+
+
+#: Senders whose "Reno" backs off by less than half; their Mathis ceiling uses their share
+#: (found by this ceiling: quic-go ran 1.44 x Mathis at 0.1 % loss and 50 ms, 2026-11-27)
+RENO_BACKOFFS = {
+    name: Backoff(0.7, "quic-go v0.65.0 internal/congestion/cubic_sender.go:16 renoBeta = 0.7 "
+                       "(\"Reno backoff factor\", CUBIC's)")
+    for name in ("quic-go", "quic-go-qir")}
 
 MiB = 1 << 20
 
@@ -123,7 +142,9 @@ CEILING_COLUMNS: dict[str, tuple[str, str, str]] = {
                           "payload / packet"),
     "ceiling_loss_mbps": ("Float64", "Mbit/s (SI)", "loss-limited goodput of a Reno sender "
                           "(Mathis): 8 x payload x sqrt(M / q) / base RTT x sqrt(3 / (2 x "
-                          "loss)), M the largest datagram, q the mean one"),
+                          "loss)), M the largest datagram, q the mean one; a stack whose Reno "
+                          "keeps b > 1/2 of its window after a loss (quic-go: 0.7) has sqrt((1 "
+                          "+ b) / (2 (1 - b) loss)) in place of sqrt(3 / (2 x loss))"),
     "ceiling_window_bytes": ("Int64", "bytes", "the receiver's largest flow-control window: "
                              "the flow_control_window parameter where the client ran it, "
                              "else its stack's window (analysis/ceilings.py WINDOWS)"),
@@ -157,10 +178,15 @@ def link_ceiling_mbps(rate_mbps: float, payload: float, packet: float) -> float:
     return rate_mbps * payload / packet
 
 
-def mathis_ceiling_mbps(payload: float, rtt_ms: float, loss: float) -> float:
+def mathis_ceiling_mbps(payload: float, rtt_ms: float, loss: float,
+                        backoff: float = RENO_BACKOFF) -> float:
     """Loss-limited goodput of Reno (Mathis et al.; 003 eq. 2) in Mbit/s: ``payload`` bytes
-    per packet, base round-trip time ``rtt_ms`` and packet loss rate ``loss`` (> 0)."""
-    return 8.0 * payload / (rtt_ms * 1e3) * math.sqrt(3.0 / (2.0 * loss))
+    per packet, base round-trip time ``rtt_ms`` and packet loss rate ``loss`` (> 0).
+    ``backoff``: the share b of its window a sender keeps after a loss (Reno's 1/2); the
+    sawtooth from b W to W, one packet more per round trip, averages sqrt((1 + b) / (2 (1 -
+    b) p)) packets per round trip, which is Mathis's sqrt(3 / (2 p)) for b = 1/2."""
+    return 8.0 * payload / (rtt_ms * 1e3) * math.sqrt((1.0 + backoff)
+                                                       / (2.0 * (1.0 - backoff) * loss))
 
 
 def mathis_payload(payload: float, packet: float, mtu: float, transport: str = "quic"
@@ -176,6 +202,14 @@ def mathis_payload(payload: float, packet: float, mtu: float, transport: str = "
     if transport != "quic" or datagram <= 0 or datagram >= largest:
         return payload
     return payload * math.sqrt(largest / datagram)
+
+
+def reno_backoff(implementation: Any) -> float:
+    """The share of its window the implementation's Reno keeps after a loss (a variant,
+    ``name@...``, as its base): :data:`RENO_BACKOFFS`, else Reno's 1/2."""
+    base = str(implementation).split("@", 1)[0]
+    known = RENO_BACKOFFS.get(base)
+    return known.keeps if known else RENO_BACKOFF
 
 
 def flow_control_ceiling_mbps(window_bytes: float, rtt_ms: float) -> float:
@@ -245,6 +279,7 @@ class _Attempt:
     payload: float
     mathis_payload: float
     sender_cc: Any
+    sender: Any  # the server's implementation (its Reno's backoff: RENO_BACKOFFS)
     receiver: Any
     receiver_version: Any
     window: int | None  # the flow_control_window the client ran (None: its own)
@@ -317,6 +352,7 @@ def _attempt(record: dict[str, Any], path: dict[str, Any]) -> _Attempt:
         trace=bool(resolved.get("trace")), packet=packet, payload=payload,
         mathis_payload=mathis_payload(payload, packet, mtu, transport),
         sender_cc=(server.get("effective") or {}).get("congestion_control"),
+        sender=server.get("implementation"),
         receiver=client.get("implementation"), receiver_version=client.get("version"),
         window=asked_window(client),
         flow_count=len(flows) if isinstance(flows, list) else 0,
@@ -363,7 +399,8 @@ def _loss(attempt: _Attempt) -> _Ceiling:
         return _Ceiling(missing=why or "no base RTT")
     size = _number(attempt.file_size)
     tolerance = loss_tolerance(size / attempt.payload, attempt.loss) if size else None
-    mathis = mathis_ceiling_mbps(attempt.mathis_payload, attempt.rtt_ms, attempt.loss)
+    mathis = mathis_ceiling_mbps(attempt.mathis_payload, attempt.rtt_ms, attempt.loss,
+                                 reno_backoff(attempt.sender))
     return _Ceiling(mathis, tolerance)
 
 
