@@ -259,7 +259,10 @@ class SSHExecutor(Executor):
         out: list[bytes] = []
         err: list[bytes] = []
         try:
-            chan.exec_command(command)
+            try:
+                chan.exec_command(command)
+            except (paramiko.SSHException, OSError, EOFError):  # dropped as it was sent
+                raise _Dropped() from None
             chan.shutdown_write()
             deadline = t0 + timeout
             while True:
