@@ -313,6 +313,7 @@ def test_status_bookkeeping() -> None:
     assert ended_status(KeyboardInterrupt(), "running") == "interrupted"
     assert ended_status(CampaignStopped("x failed"), "running") == "stopped: x failed"
     assert ended_status(OSError("disk"), "running") == "aborted: disk"
+    assert ended_status(EOFError(), "running") == "aborted: EOFError"
     assert ended_status(SystemExit(1), "running") == "running"
     assert combined_status(["finished", "finished"], ["a", "b"], False) == "finished"
     assert combined_status(["finished", "interrupted"], ["a", "b"], False) == "interrupted"

@@ -217,3 +217,72 @@ def test_the_tools_flows_need_on_the_nodes(tmp_path: Path) -> None:
     assert flow_tools(tcp) == ("timeout", "iperf3")
     assert flow_tools(quic) == ("timeout",)
     assert flow_tools(pairs) == ()
+
+
+def _ab_flows(tmp_path: Path) -> str:
+    """A campaign of flows whose stack is swept over builds (an A/B of a source variant)."""
+    tree = tmp_path / "picoquic-tree"
+    tree.mkdir(exist_ok=True)
+    return f"""duration: 30s
+repetitions: 2
+implementations:
+  picoquic@pr: {{base: picoquic, source: {tree}}}
+flows: [{{server: picoquic, client: picoquic, congestion_control: cubic}}, {{tcp: cubic}}]
+sweep:
+  order: paired
+  axes: [{{path: impl.picoquic, values: [picoquic, picoquic@pr], name: build}}]
+"""
+
+
+def test_an_impl_axis_swaps_the_build_of_a_flow_under_its_written_name(tmp_path: Path
+                                                                        ) -> None:
+    """Every arm of an `impl.<name>` axis runs the set as written (one cell, one directory
+    name, the flow labelled by the written name), each with its own build."""
+    from interop_runner.config.implementations import load_registry, resolve
+    from interop_runner.measure.attempt import AttemptPlan
+    from interop_runner.measure.flow_plan import first_pair, plan_flows
+    from interop_runner.measure.side import ImplKey, SidePlan
+
+    cfg = load(tmp_path, _ab_flows(tmp_path))
+    runs = plan_runs(cfg, seed=1)
+    assert len(runs) == 4 and {r.client for r in runs} == {"picoquic-cubic+tcp-cubic"}
+    assert {r.cell for r in runs} == {("flows", "picoquic-cubic+tcp-cubic")}
+    assert {r.variant.id for r in runs} == {"build=picoquic", "build=picoquic-pr"}
+    registry = load_registry()
+
+    def side(key: ImplKey, vcfg: object) -> SidePlan:
+        return SidePlan(key.role, resolve(key.name, registry, cfg.implementations))
+
+    played = {}
+    for run in runs:
+        assert run.cfg is not None
+        base = AttemptPlan("c", "local", "goodput", run.repetition, 1, side(ImplKey(
+            "server", "tcp-tls"), None), side(ImplKey("client", "tcp-tls"), None), "h3",
+            4433, "f", 1, "d", 1.0, 1.0)
+        quic, tcp = plan_flows(run.cfg, base, 4433, side)
+        assert (quic.label, tcp.label, tcp.pair) == ("picoquic/cubic", "tcp/cubic", None)
+        assert quic.pair is not None and quic.pair.cell == ("picoquic", "picoquic")
+        assert quic.record().server == "picoquic"  # the written name, as in the cell
+        played[run.variant.id] = (quic.pair.server.meta.name, quic.pair.client.meta.name,
+                                  first_pair(run.cfg))
+    assert played == {
+        "build=picoquic": ("picoquic", "picoquic", ("picoquic", "picoquic")),
+        "build=picoquic-pr": ("picoquic@pr", "picoquic@pr", ("picoquic@pr", "picoquic@pr"))}
+    assert {p.server for p in cfg.pair_list()} == {"picoquic"}  # the base config's
+
+
+def test_a_variant_written_into_the_flows_keeps_its_name(tmp_path: Path) -> None:
+    """A variant named in the flows is another set (its own cell): its `@` stays, only a
+    link pin's becomes `-link`."""
+    body = _ab_flows(tmp_path).split("flows:")[0] + (
+        "flows: [{server: picoquic@pr, client: picoquic@pr, congestion_control: cubic}, "
+        "{tcp: cubic}]\n")
+    cfg = load(tmp_path, body)
+    (run, _) = plan_runs(cfg, seed=1)
+    assert run.client == "picoquic@pr-cubic+tcp-cubic"
+    assert {(p.server, p.client) for p in cfg.pair_list()} == {("picoquic@pr", "picoquic@pr")}
+    pinned = FlowSet(flows=(flow(server="quic-go@v0.64.0", client="quic-go@v0.64.0",
+                                 link="1"), flow(tcp="cubic", link=1), flow(tcp="cubic",
+                                                                            link=1)))
+    assert pinned.set_label(StandardParams()) == \
+        "quic-go@v0.64.0-cubic-link1+tcp-cubic-link1+tcp-cubic-link1#2"

@@ -213,6 +213,26 @@ def test_the_series_is_cached_beside_the_record(sample: Path) -> None:
     assert cache.stat().st_mtime_ns == before
 
 
+def test_an_attempt_archived_without_its_captures_keeps_its_series(sample: Path) -> None:
+    """The captures removed after the cache was written (an archived campaign keeps
+    run.json and flows.parquet): the cache is the series; a record newer than it, or no
+    cache, is no series."""
+    attempt = CAPTURED[0]
+    copy = sample / attempt.relative_to(SAMPLE)
+    series, _ = cached_flow_series(copy)
+    assert series is not None
+    shutil.rmtree(copy / "path")
+    archived, reason = cached_flow_series(copy)
+    assert reason is None and archived is not None
+    pd.testing.assert_frame_equal(archived, series)
+    later = (copy / SERIES_FILE).stat().st_mtime_ns + 10**9
+    os.utime(copy / "run.json", ns=(later, later))
+    stale, reason = cached_flow_series(copy)
+    assert stale is None and "no bottleneck captures" in str(reason)
+    (copy / SERIES_FILE).unlink()
+    assert cached_flow_series(copy)[0] is None
+
+
 def test_no_captures_is_a_reason_not_zeros(sample: Path) -> None:
     attempt = sample / UNCAPTURED[0].relative_to(SAMPLE)
     series, reason = cached_flow_series(attempt)

@@ -130,3 +130,21 @@ def test_history_check_reads_the_conformance_series(db: Path,
     assert main(["history", "check", "--db", str(db), "--metric", "all",
                  "--server", "quiche"]) == 0
     assert "2 series" in capsys.readouterr().out  # quiche's attempts and its conformance
+
+
+def test_history_show_prints_a_conformance_series(db: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`history show --metric conformance` (or another figure) lists and prints the
+    conformance series as it does the attempts' series."""
+    from interop_runner.analysis.history.series import CONFORMANCE_METRICS
+    from interop_runner.cli import history
+
+    assert history.CONFORMANCE_METRICS == CONFORMANCE_METRICS  # the parser's copy
+    assert main(["history", "show", "--db", str(db), "--metric", "conformance"]) == 0
+    assert "2 series; pick one" in capsys.readouterr().out
+    assert main(["history", "show", "--db", str(db), "--metric", "delta_throughput",
+                 "--server", "quiche"]) == 0
+    heading, columns, point = capsys.readouterr().out.strip().splitlines()
+    assert heading.startswith("series ") and "quiche -> tcp/cubic conformance" in heading
+    assert "in Mbit/s" in heading and columns.split()[:4] == ["campaign", "time", "n", "median"]
+    assert point.split()[3] == "6.43"  # the sample's quiche/cubic offset, +6.4 Mbit/s

@@ -34,6 +34,10 @@ from interop_runner.testbed.local import (
 
 from .conftest import wait_until
 
+# The module brings the shared namespace testbed up and down itself (its own fixture, not
+# local_testbed): not for `pytest -m "not testbed"`, which must not touch it.
+pytestmark = pytest.mark.testbed
+
 if os.geteuid() != 0:
     pytest.skip("docker testbed tests need root", allow_module_level=True)
 _missing = [name for name, _pkg in local.REQUIRED_TOOLS if local.find_tool(name) is None]

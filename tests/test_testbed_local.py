@@ -40,6 +40,10 @@ from interop_runner.testbed.local import (
 )
 from interop_runner.testbed.local import DEFAULT_LAYOUT as LAYOUT
 
+# The module brings the shared namespace testbed up and down itself (its own fixture, not
+# local_testbed): not for `pytest -m "not testbed"`, which must not touch it.
+pytestmark = pytest.mark.testbed
+
 if os.geteuid() != 0:
     pytest.skip("local testbed tests need root (network namespaces, sshd)",
                 allow_module_level=True)

@@ -17,7 +17,8 @@ end of the transfer), and only whole bins inside the rest are kept for the stati
 
 :func:`cached_flow_series` keeps the series of the default options as ``flows.parquet`` in
 the attempt directory: a derived cache, rewritten when the record or a capture is newer or
-the format changed, never written over the record.
+the format changed, never written over the record. An attempt kept without its captures (an
+archived campaign: they are most of its size) is read from that cache alone.
 """
 
 from __future__ import annotations
@@ -225,9 +226,10 @@ def cached_flow_series(attempt_dir: Path | str, record: dict[str, Any] | None = 
                        ) -> tuple[pd.DataFrame | None, str | None]:
     """The attempt's series and None, or None and why there is none (no flows, no captures:
     ``path.record_packets`` off, unreadable captures). The default options' series is read
-    from ``flows.parquet`` when it is newer than the record and the captures and of this
-    format, else made and written there (not when the directory is read-only); other
-    options' series are made each time."""
+    from ``flows.parquet`` when it is newer than the record and the captures (those that
+    are there: an archived attempt may keep the cache alone) and of this format, else made
+    and written there (not when the directory is read-only); other options' series are made
+    each time."""
     attempt_dir = Path(attempt_dir)
     try:
         record = read_run(attempt_dir / "run.json") if record is None else record
@@ -235,14 +237,14 @@ def cached_flow_series(attempt_dir: Path | str, record: dict[str, Any] | None = 
         return None, f"run.json unreadable: {exc}"
     if not flows_of(record):
         return None, "no flows in the record"
-    if not _has_captures(attempt_dir):
-        return None, "no bottleneck captures (path.record_packets off)"
     cache = attempt_dir / SERIES_FILE
     default = options == SeriesOptions()
     if default:
         cached = _read_cache(cache, _inputs(attempt_dir), options)
         if cached is not None:
             return cached, None
+    if not _has_captures(attempt_dir):
+        return None, "no bottleneck captures (path.record_packets off)"
     try:
         series = attempt_flow_series(attempt_dir, record, options)
     except StoreError as exc:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 DEFAULT_RESULTS = Path("results")
 METRICS = ("goodput_mbps", "server_cpu_s_per_gib", "client_cpu_s_per_gib",
            "server_cycles_per_byte", "client_cycles_per_byte")
+# the figures of the conformance series (analysis.history.series.CONFORMANCE_METRICS)
+CONFORMANCE_METRICS = ("conformance", "conformance_t", "delta_throughput", "delta_delay")
 
 DESCRIPTION = (
     "Goodput and CPU cost over campaigns. `ingest` puts finished campaign directories into an "
@@ -118,8 +120,10 @@ def _register_show(actions: "argparse._SubParsersAction[Any]") -> None:
     p = _action(actions, "show", "list the series, or print one over time or versions",
                 SHOW_DESCRIPTION)
     _selection(p)
-    p.add_argument("--metric", choices=METRICS, default="goodput_mbps",
-                   help="the value of the points (default goodput_mbps)")
+    p.add_argument("--metric", choices=METRICS + CONFORMANCE_METRICS, default="goodput_mbps",
+                   help="the value of the points (default goodput_mbps; conformance, "
+                        "conformance_t, delta_throughput, delta_delay: the conformance "
+                        "series)")
     p.add_argument("--by", choices=("time", "version"), default="time",
                    help="one point per campaign in time order, or per version (default time)")
     p.add_argument("--plot", type=Path, default=None, metavar="OUT.png",
@@ -229,7 +233,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from interop_runner.analysis.history import series_table
     from interop_runner.report.history_text import series_listing
 
-    frame = _frame(args)
+    frame = _conformance_frame(args) if args.metric in CONFORMANCE_METRICS else _frame(args)
     table = series_table(frame)
     if table.empty:
         raise UserError("history show: no series matches (see `history show` without filters)")

@@ -11,6 +11,7 @@ two-link path a flow may be pinned to one link (``link: 0`` or ``1``) or split o
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,6 +22,7 @@ from interop_runner.units import positive_size
 
 MAX_FLOWS = 32  # ports port .. port + 31 on each node; each flow's processes on both nodes
 FlowKind = Literal["quic", "tcp"]
+_PIN = re.compile(r"@([01])(?=#\d+$|$)")  # a label's link pin: quic-go/reno@0, tcp/cubic@1#2
 
 
 def parse_seconds(value: Any) -> float:
@@ -157,7 +159,8 @@ class FlowSet(BaseModel):
         return out
 
     def set_label(self, params: StandardParams) -> str:
-        """The set's name in directories and cells: the labels joined by ``+`` (``/`` and
-        ``@`` made path-safe)."""
-        return "+".join(label.replace("/", "-").replace("@", "-link")
+        """The set's name in directories and cells: the labels joined by ``+``, ``/`` made
+        ``-`` and a link pin ``@0`` ``-link0``; a variant's ``@`` stays
+        (``picoquic@pr-cubic+tcp-cubic``), as in the directories of pairs."""
+        return "+".join(_PIN.sub(r"-link\1", label).replace("/", "-")
                         for label in self.labels(params))

@@ -50,7 +50,7 @@ def ended_status(exc: BaseException, current: str) -> str:
     if isinstance(exc, CampaignStopped):
         return f"stopped: {exc}"
     if isinstance(exc, Exception):
-        return f"aborted: {exc}"
+        return f"aborted: {str(exc) or type(exc).__name__}"  # EOFError() says nothing
     return current
 
 

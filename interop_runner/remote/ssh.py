@@ -51,6 +51,16 @@ class _Dropped(Exception):
     """Internal: the transport died under a running command."""
 
 
+def _send(chan: paramiko.Channel, command: str) -> None:
+    """Start ``command`` on the channel, its stdin closed; a connection that drops as the
+    command is sent (paramiko: EOFError, SSHException, a reset socket) is :class:`_Dropped`."""
+    try:
+        chan.exec_command(command)
+    except (paramiko.SSHException, OSError, EOFError):
+        raise _Dropped() from None
+    chan.shutdown_write()
+
+
 class _SSHHeld(Held):
     def __init__(self, chan: paramiko.Channel) -> None:
         self.chan = chan
@@ -259,8 +269,7 @@ class SSHExecutor(Executor):
         out: list[bytes] = []
         err: list[bytes] = []
         try:
-            chan.exec_command(command)
-            chan.shutdown_write()
+            _send(chan, command)
             deadline = t0 + timeout
             while True:
                 if chan.recv_ready():
