@@ -545,7 +545,6 @@ def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path) -
     local.down(purge=True)
 
 
-@pytest.mark.testbed  # downs the testbed: never under `-m "not testbed"` beside a campaign
 def test_up_from_scratch_after_down() -> None:
     local.down()
     assert not local.status().healthy
