@@ -60,11 +60,9 @@ class PlannedRun:
         """The rate of its emulated path in Mbit/s: the bottleneck's, or the links' sum;
         None without a path or with a trace (its rate varies)."""
         path = self.cfg.path if self.cfg is not None else None
-        if path is None:
+        if path is None or path.trace is not None:
             return None
-        if path.links:
-            return sum(link.rate for link in path.links) / 1e6
-        return None if path.rate is None else path.rate / 1e6
+        return path.resolved().rate_bps / 1e6
 
     @property
     def key(self) -> str:

@@ -55,9 +55,9 @@ def _lines(ax: Axes, table: pd.DataFrame, y: str, low: str, high: str) -> None:
             continue
         x, mid = rows["ack_ratio"].astype(float), rows[y].astype(float)
         spread = [mid - rows[low].astype(float), rows[high].astype(float) - mid]
-        known = rtt in rtts  # NaN (no path) is not
-        style = LINESTYLES[rtts.index(rtt) % len(LINESTYLES)] if known else "-"
-        rtt_text = f", {float(str(rtt)):g} ms" if known else ""
+        index = rtts.index(rtt) if rtt in rtts else None  # NaN (no path) is not in rtts
+        style = "-" if index is None else LINESTYLES[index % len(LINESTYLES)]
+        rtt_text = "" if index is None else f", {rtts[index]:g} ms"
         ax.errorbar(x, mid, yerr=spread, color=colours[str(pair)], linestyle=style,
                     marker="o", capsize=3, label=f"{pair}{rtt_text}")
     ax.set_xscale("log")
