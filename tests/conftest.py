@@ -205,7 +205,8 @@ def scratch_leftovers(tmpdir: str | Path) -> list[str]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that uses the namespace testbed (directly or through another fixture) is
-    marked ``testbed``, so ``pytest -m "not testbed"`` runs the rest anywhere, without root."""
+    marked ``testbed``, so ``pytest -m "not testbed"`` runs the rest anywhere, without root
+    (and ./test.sh runs the two sets beside each other)."""
     for item in items:
         # analysis_results asks for local_testbed at run time (getfixturevalue), so it is
         # not among the names pytest sees at collection; ``testbed`` is the module fixture of

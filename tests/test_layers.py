@@ -8,6 +8,7 @@ commands (remote, testbed, measure), so notebooks need no SSH.
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,16 +34,16 @@ ALLOWED: dict[str, set[str]] = {
 NEVER_FROM_ANALYSIS = ("remote", "testbed", "measure")
 
 
-def _module(path: Path) -> str:
-    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+def _module(path: Path, pkg: Path = PKG) -> str:
+    parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, pkg: Path = PKG) -> set[str]:
     """Every interop_runner module ``path`` imports, anywhere in the file (relative too)."""
-    module = _module(path)
+    module = _module(path, pkg)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -59,9 +60,10 @@ def _imports(path: Path) -> set[str]:
     return {m for m in out if m == "interop_runner" or m.startswith("interop_runner.")}
 
 
-def _graph() -> dict[str, set[str]]:
-    files = {_module(p): p for p in PKG.rglob("*.py")}
-    return {m: {t for t in _imports(p) if t in files and t != m} for m, p in files.items()}
+def _graph(pkg: Path = PKG) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, for the package at ``pkg``."""
+    files = {_module(p, pkg): p for p in pkg.rglob("*.py")}
+    return {m: {t for t in _imports(p, pkg) if t in files and t != m} for m, p in files.items()}
 
 
 def _layer(module: str) -> str:
@@ -110,15 +112,16 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_checker_sees_violations(tmp_path: Path) -> None:
-    """The checks can fail: a function-level import of the executor from analysis is found."""
-    probe = PKG / "analysis" / "_layers_probe.py"
+    """The checks can fail: a function-level import of the executor from analysis is found.
+    The probe goes into a copy of the package, never the tree other tests (the type check,
+    the wheel build) read at the same time under pytest-xdist."""
+    pkg = tmp_path / "interop_runner"
+    shutil.copytree(PKG, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    probe = pkg / "analysis" / "_layers_probe.py"
     probe.write_text("def f() -> None:\n    from interop_runner.remote import executor\n")
-    try:
-        bad = [t for t in _graph()["interop_runner.analysis._layers_probe"]]
-        assert "interop_runner.remote.executor" in bad
-        assert _layer(bad[0]) not in ALLOWED["analysis"]
-    finally:
-        probe.unlink()
+    bad = [t for t in _graph(pkg)["interop_runner.analysis._layers_probe"]]
+    assert "interop_runner.remote.executor" in bad
+    assert _layer(bad[0]) not in ALLOWED["analysis"]
 
 
 def test_notebook_imports_load_no_ssh() -> None:

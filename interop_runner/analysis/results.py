@@ -131,7 +131,10 @@ def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(BASE_KEYS)
     parts = path.parent.parts  # .../<server>_<client>/<testcase>/[<variant>/]<rep>/attempt-<n>
     row.update(path=str(path.parent), status=None,
-               reason=f"unreadable run.json: {str(exc).splitlines()[0][:200]}",
+               # the message names the file: 200 characters past its path, so that a deep
+               # results directory never cuts off why it was unreadable
+               reason=f"unreadable run.json: "
+                      f"{str(exc).splitlines()[0][:len(str(path)) + 200]}",
                monitors_missing="run.json unreadable")
     if len(parts) >= 3 and parts[-1].startswith("attempt-") and parts[-2].isdecimal():
         row["repetition"], row["attempt"] = int(parts[-2]), int(parts[-1][8:] or 0)
