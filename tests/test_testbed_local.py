@@ -542,7 +542,9 @@ def test_down_removes_everything(testbed: local.TestbedStatus, tmp_path: Path) -
         assert not (ns.data_link_up if ns.data_ip else ns.path_link_up)
     assert "NOT healthy" in st.render()
     local.down()  # down on a down testbed is fine
-    local.down(purge=True)
+    # so is a purge; of the temporary tree: the real one holds every node's builds and the
+    # engines' image caches, which the rest of the suite (and the next run) would pay again
+    LocalTestbed(layout).down(purge=True)
 
 
 def test_up_from_scratch_after_down() -> None:
