@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from interop_runner.analysis.results import load_results
+from interop_runner.config.path import WIRE_PACKET
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
+from interop_runner.testbed.path.calibrate import QUEUE_PACKETS
 
 from .conftest import ROOT, TESTBED_FILE, campaign_dirs, cmdline, namespace_pids, write
 from .test_campaign import run_cli
@@ -144,10 +146,13 @@ def test_per_packet_records_at_the_bottleneck(tmp_path):
     sent = run["path"]["counters"]["bottleneck"]
     # every packet the bottleneck sent was seen entering and leaving; its drops are the
     # packets seen entering only; no packet waited longer than a full buffer (25 kB at
-    # 20 Mbit/s: 10 ms) plus one packet
+    # 20 Mbit/s: 10 ms) plus what calibration's full-buffer check allows on top: two packets
+    # at the rate (the one in service, and the captures' timestamps, taken in softirq on
+    # both sides of the queue: one packet's 0.6 ms allowed 10.97 ms once on a busy host)
     assert (~packets["dropped"]).sum() == sent["sent_packets"]
     assert packets["dropped"].sum() == sent["drops"]
-    assert packets["queue_delay_ms"].max() <= 10.0 + 0.7
+    packets_ms = QUEUE_PACKETS * WIRE_PACKET * 8000.0 / 20e6
+    assert packets["queue_delay_ms"].max() <= 10.0 + packets_ms
     assert packets["size_bytes"].sum() > 2 * 2**20
 
 
