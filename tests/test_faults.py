@@ -937,6 +937,9 @@ def test_runner_sigkill_while_flows_transfer(tmp_path, reliability):
 
 
 # -- the table ---------------------------------------------------------------------------------
+# marked testbed: it renders the rows the fault tests measured, so it runs where they run
+# (./test.sh's testbed run); in the other run it would only ever skip
+@pytest.mark.testbed
 def test_reliability_table_is_current(reliability):
     """Render the measured rows; write docs/reliability.md or check it is the committed one."""
     missing = reliability.missing()
