@@ -32,19 +32,26 @@ testbed_log=$(mktemp --tmpdir qir-testbed-tests.XXXXXX.log)
 start=$(date +%s)
 "${pytest[@]}" -p no:xdist -m "not testbed" "$@" tests >"$units_log" 2>&1 &
 units=$!
-# Ctrl-C or a failure here: the unit run goes too (pytest cleans up after a SIGINT)
-trap 'kill -INT "$units" 2>/dev/null || true; wait "$units" 2>/dev/null || true' EXIT
+# on every exit the logs go; after Ctrl-C or a failure here the unit run too (pytest cleans
+# up after a SIGINT); once it has been waited for, its PID is forgotten (it may be reused)
+cleanup() {
+  if [[ -n $units ]]; then
+    kill -INT "$units" 2>/dev/null || true
+    wait "$units" 2>/dev/null || true
+  fi
+  rm -f "$units_log" "$testbed_log"
+}
+trap cleanup EXIT
 status=0
 "${pytest[@]}" -p no:xdist -m testbed "$@" tests 2>&1 | tee "$testbed_log" || status=$?
 units_status=0
 wait "$units" || units_status=$?
-trap - EXIT
+units=
 echo "=== the unit tests (-m \"not testbed\"), run beside the testbed tests ==="
 cat "$units_log"
 echo "=== the ten slowest tests of the suite ==="
 grep -hE '^[0-9.]+s (setup|call|teardown) ' "$testbed_log" "$units_log" | sort -rn | head -10 || true
 echo "=== the whole suite: $(($(date +%s) - start)) s; testbed run exit $status, unit run exit $units_status ==="
-rm -f "$units_log" "$testbed_log"
 # pytest's 5 (nothing collected, e.g. -k matched only one kind) is not a failure of the other
 for s in "$status" "$units_status"; do
   ((s == 0 || s == 5)) || exit "$s"

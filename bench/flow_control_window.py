@@ -18,10 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import machine
+from common import machine  # also puts the checkout on sys.path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests import test_flow_control_window_local as t  # noqa: E402 - the test's campaign
+from tests import test_flow_control_window_local as t  # the test's campaign and checks
 
 
 def main() -> int:

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 
 from interop_runner.analysis.results import load_results
-from interop_runner.config.path import WIRE_PACKET
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
-from interop_runner.testbed.path.calibrate import QUEUE_PACKETS
+from interop_runner.testbed.path.calibrate import queue_packets_ms
 
 from .conftest import ROOT, TESTBED_FILE, campaign_dirs, cmdline, namespace_pids, write
 from .test_campaign import run_cli
@@ -151,8 +150,7 @@ def test_per_packet_records_at_the_bottleneck(tmp_path):
     # both sides of the queue: one packet's 0.6 ms allowed 10.97 ms once on a busy host)
     assert (~packets["dropped"]).sum() == sent["sent_packets"]
     assert packets["dropped"].sum() == sent["drops"]
-    packets_ms = QUEUE_PACKETS * WIRE_PACKET * 8000.0 / 20e6
-    assert packets["queue_delay_ms"].max() <= 10.0 + packets_ms
+    assert packets["queue_delay_ms"].max() <= 10.0 + queue_packets_ms(20e6)
     assert packets["size_bytes"].sum() > 2 * 2**20
 
 

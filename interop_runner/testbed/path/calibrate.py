@@ -150,6 +150,12 @@ def _within(configured: float, measured: float, absolute: float, relative: float
     return difference <= allowed or math.isclose(difference, allowed), allowed
 
 
+def queue_packets_ms(rate_bps: float) -> float:
+    """What a full buffer's queueing delay may exceed buffer / rate by: QUEUE_PACKETS
+    wire-sized packets at ``rate_bps`` (the one in service and a buffer of whole packets)."""
+    return QUEUE_PACKETS * WIRE_PACKET * 8000.0 / rate_bps
+
+
 def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list[Check]:
     """Compare what was measured with the configuration (pure)."""
     checks = []
@@ -187,7 +193,7 @@ def evaluate(path: ResolvedPath, measured: Measured, tol: PathTolerance) -> list
     if full is not None and measured.queue_ms is not None:
         # a ping finds the buffer short of full by up to two packets: it holds whole
         # packets only, and the one ahead is partly sent (1.2 ms at 20 Mbit/s)
-        packets_ms = QUEUE_PACKETS * WIRE_PACKET * 8000.0 / path.rate_bps
+        packets_ms = queue_packets_ms(path.rate_bps)
         ok, allowed = _within(full, measured.queue_ms, max(tol.queue_ms, packets_ms),
                               tol.queue_rel)
         checks.append(Check("queue", "ms", full, measured.queue_ms, allowed, ok,
