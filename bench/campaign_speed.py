@@ -43,7 +43,7 @@ def campaign_file(directory: Path, size: int, repetitions: int, algorithm: str) 
     path = directory / "speed.yml"
     path.write_text(f"""name: speed
 testbed: {local.TESTBED_FILE}
-file_size: {size}
+file_size: {size}B
 repetitions: {repetitions}
 verify_hash: {algorithm}
 pairs:

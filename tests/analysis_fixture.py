@@ -48,7 +48,7 @@ def _reduce_interop(cfg: dict[str, Any]) -> None:
     cfg["servers"], cfg["clients"] = list(TRIO), list(TRIO)
     cfg["keylog"] = True  # real key logs: the report must warn about them
     cfg["monitors"] = [*cfg["monitors"], "ifstat"]  # per-second rates: goodput over time
-    cfg.setdefault("timeouts", {})["client"] = 120
+    cfg.setdefault("timeouts", {})["client"] = "120s"
 
 
 def _reduce_pinning(cfg: dict[str, Any]) -> None:

@@ -84,6 +84,11 @@ def test_corpus_is_complete() -> None:
                  "path-links-one", "path-trace-missing", "path-trace-unparsable",
                  "path-reorder-without-links", "path-backend-unknown", "path-rate-inf"):
         assert must in names
+    # issue 35's classes, each with cases of its own (the prefix names the class)
+    classes = {"yaml11": 3, "bare": 13, "dead": 8, "bound": 6, "early": 4, "label": 3,
+               "sweep": 2, "vague": 2}
+    for prefix, count in classes.items():
+        assert sum(n.split("-", 1)[0] == prefix for n in names) >= count, prefix
     # a path's trace files sit in traces/ (only the one that must be missing is not there)
     assert (BAD / "traces" / "bad.trace").is_file()
     assert not (BAD / "traces" / "missing.trace").exists()

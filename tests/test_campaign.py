@@ -158,7 +158,7 @@ def test_failing_client_is_recorded_and_next_repetition_runs(tmp_path, local_tes
     cfg_path = campaign(tmp_path, """name: failing
 file_size: 4MiB
 repetitions: 3
-timeouts: {client: 4}
+timeouts: {client: 4s}
 pairs:
   - {server: tcp-tls, client: tcp-tls}
   - {server: quic-go, client: quic-go}
@@ -194,7 +194,7 @@ def test_client_timeout_becomes_timeout_record(tmp_path, local_testbed):
     cfg_path = campaign(tmp_path, """name: slow
 file_size: 64MiB
 repetitions: 1
-timeouts: {client: 0.5}
+timeouts: {client: 0.5s}
 pairs: [{server: quic-go, client: quic-go}]
 server_knobs: {rate: 200mbit}
 """)
@@ -391,7 +391,7 @@ def test_a_cached_file_is_reused_until_its_content_changes(tmp_path, local_testb
     it verifies."""
     size = 3 * 2**20 + 7  # a size no other test uses: the first campaign generates it
     cfg = campaign(tmp_path, f"""name: cache
-file_size: {size}
+file_size: {size}B
 repetitions: 1
 pairs: [{{server: quic-go, client: quic-go}}]
 """)

@@ -144,7 +144,7 @@ def test_overrides(tmp_path: Path) -> None:
         apply_overrides(data, ["sweep.axes.2.values=[9]"], "x")
     (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration"])
     assert "--set 'duration': expected KEY=VALUE" in line
-    (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration=0"])
+    (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration=0s"])
     assert "duration" in line and "must be positive" in line
 
 
@@ -286,3 +286,34 @@ def test_a_variant_written_into_the_flows_keeps_its_name(tmp_path: Path) -> None
                                                                             link=1)))
     assert pinned.set_label(StandardParams()) == \
         "quic-go@v0.64.0-cubic-link1+tcp-cubic-link1+tcp-cubic-link1#2"
+
+
+def test_a_flow_without_its_own_congestion_control_runs_what_a_pair_would(
+        tmp_path: Path) -> None:
+    """quic-go offers only Reno: beside a kernel flow it runs Reno (labelled so, as a pair
+    would with a note), and only a congestion control written on the flow makes it
+    unsupported, which the plan (and so --dry-run) says."""
+    cfg = load(tmp_path, "repetitions: 1\nduration: 5s\nflows: [{server: quic-go, client: "
+                         "quic-go}, {tcp: cubic}]\n")
+    (run,) = plan_runs(cfg)
+    assert (run.client, run.unsupported) == ("quic-go-reno+tcp-cubic", None)
+    cfg = load(tmp_path, "repetitions: 1\nduration: 5s\nflows: [{server: quic-go, client: "
+                         "quic-go, congestion_control: cubic}, {tcp: cubic}]\n")
+    (run,) = plan_runs(cfg)
+    assert run.unsupported == "flow 0: quic-go (server) offers no cubic (it offers: reno)"
+    # the flow's own label and the data sender's congestion control of a pair
+    assert flow(server="quic-go", client="quic-go").cc(StandardParams(), ["reno"]) == "reno"
+    assert flow(server="quiche", client="quiche").cc(StandardParams(), ["cubic", "reno"]) \
+        == "cubic"
+
+
+def test_bare_numbers_are_refused_where_a_user_writes_them(tmp_path: Path) -> None:
+    """A user's `start: 5` is refused with its key and units; the same number in a stored
+    config (validated without the user context) is the model's unit, as it was stored."""
+    (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic, start: 5}]\n")
+    assert line.endswith("flows[0].start: 5 has no unit: give one (ms, s or min, e.g. 60s)")
+    (line,) = errors(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n", ["duration=30"])
+    assert line.endswith("duration: 30 has no unit: give one (ms, s or min, e.g. 60s)")
+    assert flow(tcp="cubic", start=5).start == 5.0  # stored: seconds
+    cfg = load(tmp_path, "duration: 1.5min\nflows: [{tcp: cubic, start: 500ms}]\n")
+    assert (cfg.duration, cfg.flows[0].start if cfg.flows else None) == (90.0, 0.5)

@@ -310,14 +310,15 @@ def test_path_in_campaign_and_sweep(tmp_path: Path, at_root: None) -> None:
 
 
 @pytest.mark.parametrize("body, line", [
-    ("path: {rate: 20mbit, rtt: 50ms, buffer: 1000}\n",
-     "c.yml: path: buffer 1000 is smaller than one packet (1514 bytes at the bottleneck)"),
+    ("path: {rate: 20mbit, rtt: 50ms, buffer: 1000B}\n",
+     "c.yml: path: buffer '1000B' is smaller than one packet (1514 bytes at the bottleneck)"),
     ("path: {trace: nowhere.trace, rtt: 50ms}\n", "c.yml: path: trace "),
-    ("path: {rate: 20mbit, rtt: 50ms}\nsweep: {axes: [{path: path.buffer, values: [1bdp, 10]}]}\n",
-     "c.yml: sweep.axes[0].values[1] (path.buffer=10): buffer 10 is smaller than one packet"),
+    ("path: {rate: 20mbit, rtt: 50ms}\nsweep: {axes: [{path: path.buffer, values: [1bdp, 10B]}]}\n",
+     "c.yml: sweep.axes[0].values[1] (path.buffer='10B'): buffer '10B' is smaller than one "
+     "packet"),
     ("path: {links: [{rate: 20mbit, delay: 10ms}, {rate: 20mbit, delay: 10ms}]}\nsweep: {axes: "
      "[{path: path.links, name: links, values: [[{rate: 20mbit, delay: 10ms}, {rate: 20mbit, "
-     "delay: 10ms}], [{rate: 20mbit, delay: 10ms, buffer: 100}, {rate: 20mbit, delay: 10ms}]]}]}"
+     "delay: 10ms}], [{rate: 20mbit, delay: 10ms, buffer: 100B}, {rate: 20mbit, delay: 10ms}]]}]}"
      "\n",
      "c.yml: path (variant links="),  # the model cannot see a link's buffer in bytes
 ])
@@ -328,7 +329,7 @@ def test_refused_in_campaign(tmp_path: Path, at_root: None, body: str, line: str
     (error,) = info.value.lines
     assert line in error, error
     if "links" in body:
-        assert error.endswith("link buffer 100 is smaller than one packet")
+        assert error.endswith("link buffer '100B' is smaller than one packet")
     if "nowhere" in body:
         assert str((file.parent / "nowhere.trace").resolve()) in error
         assert error.endswith("No such file or directory")

@@ -77,7 +77,7 @@ file_size: {SIZE}
 repetitions: 1
 port: 4450
 monitors: [pidstat, perf, handshake]
-timeouts: {{setup: 3000, client: 120}}
+timeouts: {{setup: 3000s, client: 120s}}
 pairs:
   - {{server: quic-go, client: quic-go-qir}}
   - {{server: quic-go-qir, client: quic-go}}
@@ -165,7 +165,7 @@ def nginx_campaign(tmp_path_factory, local_testbed):
 file_size: {SIZE}
 repetitions: 1
 monitors: [handshake]
-timeouts: {{setup: 3000, client: 120}}
+timeouts: {{setup: 3000s, client: 120s}}
 pairs:
 {pairs}  - {{server: quic-go, client: nginx-h3}}
 """)

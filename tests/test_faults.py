@@ -96,7 +96,7 @@ file_size: {size}
 repetitions: {reps}
 port: 4470
 on_error: {on_error}
-timeouts: {{client: {client_timeout}, command: 30}}
+timeouts: {{client: {client_timeout}s, command: 30s}}
 pairs: [{{server: quic-go, client: {client}}}]
 knobs: {{rmem: 2x}}
 server_knobs: {{rate: 200mbit}}
@@ -796,7 +796,7 @@ name: {name}
 file_size: 32MiB
 repetitions: {REPS}
 port: 4470
-timeouts: {{client: 15, command: 30}}
+timeouts: {{client: 15s, command: 30s}}
 pairs: [{{server: quic-go, client: quic-go}}]
 knobs: {{rmem: 2x}}
 path: {{rate: 100mbit, rtt: 10ms, buffer: 1bdp, backend: nfqueue, calibrate: warn}}
@@ -896,7 +896,7 @@ file_size: 200MB
 repetitions: {REPS}
 port: 4470
 duration: 4s
-timeouts: {{command: 30}}
+timeouts: {{command: 30s}}
 flows: [{{server: quic-go, client: quic-go, congestion_control: reno}}, {{tcp: reno}}]
 path: {{rate: 50mbit, rtt: 10ms, buffer: 1bdp, backend: nfqueue, calibrate: warn}}
 """)

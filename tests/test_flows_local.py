@@ -128,7 +128,7 @@ def test_container_images_are_flows_on_their_own_ports(tmp_path, local_testbed):
     cfg = flows_config(tmp_path, "images", "[{server: quic-go-qir, client: quic-go-qir, "
                        "congestion_control: reno}, {server: quic-go, client: quic-go-qir, "
                        "congestion_control: reno, start: 1s}]",
-                       "duration: 4s\ntimeouts: {setup: 3000}")
+                       "duration: 4s\ntimeouts: {setup: 3000s}")
     attempt, record = run_flows(tmp_path, cfg)
     assert record["status"] == "ok", record["reason"]
     images, mixed = record["flows"]

@@ -41,7 +41,7 @@ file_size: {SIZE}
 repetitions: 1
 port: 4440
 monitors: [handshake]
-timeouts: {{setup: 3000, client: 240}}
+timeouts: {{setup: 3000s, client: 240s}}
 pairs:
 {body}
 """)
@@ -108,7 +108,7 @@ file_size: 5MB
 repetitions: 1
 port: 4441
 monitors: [handshake]
-timeouts: {{setup: 3000}}
+timeouts: {{setup: 3000s}}
 params: {{cipher: {cipher}, congestion_control: {cc}}}
 pairs:
 {pairs}

@@ -107,7 +107,7 @@ def test_busy_testbed_refuses_a_second_campaign_and_restore(tmp_path, local_test
         assert node.lease_holder() is not None
         config = write(tmp_path / "c.yml", f"""testbed: {TESTBED_FILE}
 name: second
-file_size: 1048576
+file_size: 1MiB
 pairs: [{{server: quic-go, client: quic-go}}]
 """)
         proc = run_cli("run", str(config), "--results-dir", str(tmp_path / "results"),

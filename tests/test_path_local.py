@@ -157,7 +157,7 @@ def test_per_packet_records_at_the_bottleneck(tmp_path):
 @pytest.mark.usefixtures("local_testbed")
 def test_an_unreachable_router_is_one_line_before_anything_is_written(tmp_path):
     testbed = TESTBED_FILE.read_text().replace(
-        "ssh: {host: 198.18.0.10,", "ssh: {host: 198.18.0.14, connect_timeout: 2,")
+        "ssh: {host: 198.18.0.10,", "ssh: {host: 198.18.0.14, connect_timeout: 2s,")
     assert "198.18.0.14" in testbed
     cfg = path_config(tmp_path, "p-unreachable", "{rate: 20mbit, rtt: 10ms}",
                       testbed=write(tmp_path / "tb.yml", testbed))

@@ -474,7 +474,7 @@ def node_yaml(name: str, role: str, host: str, port: int, key: Path, known: Path
               ip: str, base: Path, timeout: float = 5) -> dict:
     return {name: {"role": role, "ssh": {"host": host, "port": port, "user": "root",
                                          "key": str(key), "known_hosts": str(known),
-                                         "connect_timeout": timeout},
+                                         "connect_timeout": f"{timeout}s"},
                    "interface": iface, "ip": ip, "workdir": f"{base}/w/{name}",
                    "tmpdir": f"{base}/t/{name}"}}
 

@@ -45,7 +45,7 @@ def test_lsquic_release_variant(tmp_path, local_testbed, monkeypatch):
 file_size: 5MB
 repetitions: 1
 port: 4446
-timeouts: {{setup: 3000}}
+timeouts: {{setup: 3000s}}
 implementations:
   lsquic@qirtest: {{base: lsquic, version: 4.9.3-qirtest,
                    archive: {{file: {NAME}.tar.gz, sha256: {sha}, url: "{url}"}}}}

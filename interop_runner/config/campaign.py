@@ -24,7 +24,13 @@ from pydantic import (
     model_validator,
 )
 
-from interop_runner.config.flows import MAX_FLOWS, FlowConfig, FlowSet, parse_duration
+from interop_runner.config.flows import (
+    MAX_FLOWS,
+    FlowConfig,
+    FlowSet,
+    parse_duration,
+    written_seconds,
+)
 from interop_runner.config.implementations import (
     ImplementationMeta,
     VariantSpec,
@@ -34,7 +40,17 @@ from interop_runner.config.implementations import (
 from interop_runner.config.knobs import Knobs
 from interop_runner.config.params import StandardParams
 from interop_runner.config.path import PathConfig
-from interop_runner.config.sweep import Sweep, Variant, apply, variants
+from interop_runner.config.sweep import Sweep, Variant, apply, set_at, variants
+from interop_runner.config.written import (
+    SECONDS_UNITS,
+    SIZE_UNITS,
+    WRITTEN,
+    bare_message,
+    is_bare,
+    refuse_bare,
+    written,
+)
+from interop_runner.config.yaml12 import key_path, load_yaml12, read_config_yaml
 from interop_runner.errors import ConfigError, RegistryError
 from interop_runner.monitors import MONITORS as MONITOR_REGISTRY
 from interop_runner.units import positive_size
@@ -60,6 +76,11 @@ class SSHConfig(_Strict):
     known_hosts: str | None = None
     jump: "SSHConfig | None" = None
     connect_timeout: float = Field(10.0, gt=0)
+
+    @field_validator("connect_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any, info: ValidationInfo) -> float:
+        return written_seconds(value, info)
     # an unknown host key is refused unless this is set: then it is trusted on first use,
     # appended to `known_hosts` and recorded in campaign.json; a changed key is always refused
     trust_on_first_use: bool = False
@@ -221,6 +242,11 @@ class Timeouts(_Strict):
     client: float | None = Field(None, gt=0)
     command: float = Field(120, gt=0)
 
+    @field_validator("setup", "server_ready", "client", "command", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any, info: ValidationInfo) -> float | None:
+        return None if value is None else written_seconds(value, info)
+
 
 class PerfOptions(_Strict):
     """perf record settings (paper: system-wide, -g, about 2 kHz)."""
@@ -307,8 +333,19 @@ class CampaignConfig(_Strict):
 
     @field_validator("duration", mode="before")
     @classmethod
-    def _duration(cls, value: Any) -> float | None:
+    def _duration(cls, value: Any, info: ValidationInfo) -> float | None:
+        refuse_bare(value, info, SECONDS_UNITS)
         return parse_duration(value)
+
+    @field_validator("path", "flows", mode="before")
+    @classmethod
+    def _not_empty(cls, value: Any, info: ValidationInfo) -> Any:
+        # `path:` with nothing below it would run over the direct link without a word
+        if value is None and written(info):
+            raise ValueError("empty: give its keys, or leave the key out (no "
+                             f"{info.field_name}: " + ("the direct link)" if info.field_name
+                                                       == "path" else "pairs)"))
+        return value
 
     @field_validator("name")
     @classmethod
@@ -319,7 +356,8 @@ class CampaignConfig(_Strict):
 
     @field_validator("file_size", mode="before")
     @classmethod
-    def _size(cls, value: Any) -> int:
+    def _size(cls, value: Any, info: ValidationInfo) -> int:
+        refuse_bare(value, info, SIZE_UNITS)
         size = positive_size(value)
         if size > MAX_FILE_SIZE:
             raise ValueError(f"{value!r} is larger than 1 PiB, the most a node can hold")
@@ -349,6 +387,24 @@ class CampaignConfig(_Strict):
         _refuse_repeated(self)
         if (self.testbed is None) == (not self.testbeds):
             raise ValueError("give either `testbed` (one file) or `testbeds` (a list of files)")
+        return self
+
+    @model_validator(mode="after")
+    def _takes_effect(self, info: ValidationInfo) -> "CampaignConfig":
+        """Keys a user wrote that would change nothing are refused (stored configs hold
+        every key, so only what a user wrote is checked)."""
+        if not written(info):
+            return self
+        if self.flows is None and self.duration is not None:
+            raise ValueError("`duration` is how long each of `flows` runs: a campaign of "
+                             "pairs downloads `file_size` (give `flows`, or leave it out)")
+        if len(self.testbed_files()) < 2 and "distribute" in self.model_fields_set:
+            raise ValueError("`distribute` spreads runs over several `testbeds`: with one "
+                             "testbed it changes nothing")
+        for name in sorted(self.monitor_options.model_fields_set):
+            if name not in self.monitors:
+                raise ValueError(f"monitor_options.{name}: the {name} monitor is not in "
+                                 "`monitors`, so its options change nothing")
         return self
 
     def _has_flows(self) -> None:
@@ -410,16 +466,6 @@ class CampaignConfig(_Strict):
 
 
 # ------------------------------------------------------------------------------- loading ----
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
 def _refuse_repeated(cfg: "CampaignConfig") -> None:
     """A pair (or a server or client of the cross product) listed twice would be measured
     twice as one pair; refuse it rather than guess: ``repetitions`` says how often."""
@@ -451,7 +497,7 @@ def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) ->
     for err, loc in errors:
         if err["type"] == "missing" and loc in typos:
             continue
-        key = _loc(loc)
+        key = key_path(loc)
         if err["type"] == "extra_forbidden":
             known = _known_keys(model, loc[:-1])
             hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
@@ -496,71 +542,12 @@ def _model_in(annotation: Any) -> tuple[Any, bool]:
     return None, False
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml.safe_load that refuses a key given twice in one mapping (YAML keeps the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: keys may repeat
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:  # unhashable: SafeLoader itself reports it
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark)
-        return super().construct_mapping(node, deep)
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError([f"{path}: file not found"])
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else \
-            (exc.strerror or str(exc)).lower()
-        raise ConfigError([f"{path}: cannot read: {reason}"]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError([f"{path}{where}: YAML syntax error: {problem}"]) from None
-    if not isinstance(data, dict):
-        raise ConfigError([f"{path}: (top level): expected a mapping of keys"])
-    nul = _nul_key(data, (), set())
-    if nul is not None:  # ("\0" in YAML): argv and the SSH command line end at a NUL
-        raise ConfigError([f"{path}: {_loc(nul)}: contains a NUL character"])
-    return data
-
-
-def _nul_key(data: Any, loc: tuple[Any, ...], seen: set[int]) -> tuple[Any, ...] | None:
-    """Location of the first string (key or value) holding a NUL character, else None."""
-    if isinstance(data, str):
-        return loc if "\0" in data else None
-    if id(data) in seen or not isinstance(data, (dict, list)):
-        return None  # (YAML anchors can make a list contain itself)
-    seen.add(id(data))
-    items = data.items() if isinstance(data, dict) else enumerate(data)
-    for key, value in items:
-        if isinstance(key, str) and "\0" in key:
-            return loc + (key,)
-        found = _nul_key(value, loc + (key,), seen)
-        if found is not None:
-            return found
-    return None
-
-
 def load_testbed(path: Path | str) -> TestbedConfig:
     """Read and validate a testbed file."""
     path = Path(path)
-    data = _read_yaml(path)
+    data = read_config_yaml(path)
     try:
-        return TestbedConfig.model_validate(data)
+        return TestbedConfig.model_validate(data, context=WRITTEN)
     except ValidationError as exc:
         raise ConfigError(_format_errors(str(path), exc, TestbedConfig)) from None
 
@@ -627,9 +614,9 @@ class _ImplementationCheck:
     def pairs(self) -> None:
         """``impl:``, ``servers:``/``clients:`` and ``pairs:``."""
         cfg = self.cfg
-        for written, name in cfg.impl.items():
-            self.name(f"impl.{written}", name, "server" if any(
-                p.server == written for p in cfg.written_pairs() + cfg.flow_pairs())
+        for as_written, name in cfg.impl.items():
+            self.name(f"impl.{as_written}", name, "server" if any(
+                p.server == as_written for p in cfg.written_pairs() + cfg.flow_pairs())
                 else "client")
         for i, name in enumerate(cfg.servers):
             self.name(f"servers[{i}]", name, "server")
@@ -658,6 +645,10 @@ class _ImplementationCheck:
                     self.errors.append(f"{self.source}: {base}.{key}: unknown parameter for "
                                        f"{impl} (it accepts: {names})")
                     continue
+                if specs[key].type == "bytes" and is_bare(value):
+                    self.errors.append(f"{self.source}: {base}.{key}: "
+                                       f"{bare_message(value, SIZE_UNITS)}")
+                    continue
                 try:
                     specs[key].to_env(value)
                 except ValueError as exc:
@@ -677,25 +668,42 @@ def _check_implementations(
 
 def _check_sweep(source: str, data: dict[str, Any], cfg: CampaignConfig,
                  registry: dict[str, ImplementationMeta]) -> list[str]:
-    """Validate every axis value on its own, so an error names the axis and the value."""
+    """Validate every axis value on its own, so an error names the axis and the value, then
+    (when those pass) every combination the sweep makes, named by its values."""
     errors: list[str] = []
     for i, axis in enumerate(cfg.sweep.axes):
         for j, value in enumerate(axis.values):
             single = cfg.sweep.model_copy(update={"axes": [axis]})
-            changed = apply(data, single, Variant("", ((axis.label, value),)))
             where = f"{source}: sweep.axes[{i}].values[{j}] ({axis.path}={value!r})"
-            try:
-                vcfg = CampaignConfig.model_validate(changed)
-            except ValidationError as exc:
-                errors += [f"{where}: {line.split(': ', 2)[-1]}"
-                           for line in _format_errors(source, exc, CampaignConfig)]
-                continue
-            errors += [f"{where}: {line.split(': ', 2)[-1]}"
-                       for line in _check_implementations(source, vcfg, registry)]
+            errors += _check_variant(where, data, single, Variant("", ((axis.label, value),)),
+                                     registry)
     labels = [axis.label for axis in cfg.sweep.axes]
     for label in {x for x in labels if labels.count(x) > 1}:
         errors.append(f"{source}: sweep.axes: two axes are named {label!r}; give one a `name`")
+    if errors or len(cfg.sweep.axes) < 2:
+        return errors
+    for variant in variants(cfg.sweep):
+        named = ", ".join(f"{axis.path}={value!r}"
+                          for axis, (_, value) in zip(cfg.sweep.axes, variant.values))
+        errors += _check_variant(f"{source}: sweep ({named})", data, cfg.sweep, variant,
+                                 registry, keep_key=True)[:1]  # one line per combination
     return errors
+
+
+def _check_variant(where: str, data: dict[str, Any], sweep: Sweep, variant: Variant,
+                   registry: dict[str, ImplementationMeta], keep_key: bool = False
+                   ) -> list[str]:
+    """The problems of one variant's config, each ``where: message`` (``where: key:
+    message`` with ``keep_key``)."""
+    try:
+        vcfg = CampaignConfig.model_validate(apply(data, sweep, variant), context=WRITTEN)
+    except ValidationError as exc:
+        lines = _format_errors("-", exc, CampaignConfig)  # "-: key: message"
+    except ValueError as exc:  # apply: an axis indexes a list past its end
+        return [f"{where}: {exc}"]
+    else:
+        lines = _check_implementations("-", vcfg, registry)
+    return [f"{where}: {line.split(': ', 1 if keep_key else 2)[-1]}" for line in lines]
 
 
 def _absolute_trace(path: Path, data: dict[str, Any], cfg: CampaignConfig
@@ -765,7 +773,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str
             raise ConfigError([f"{source}: --set {item!r}: expected KEY=VALUE, e.g. "
                                "duration=120s"])
         try:
-            value = yaml.safe_load(text)
+            value = load_yaml12(text)
         except yaml.YAMLError as exc:
             raise ConfigError([f"{source}: --set {key}: not a YAML value: "
                                f"{str(exc).splitlines()[0]}"]) from None
@@ -774,26 +782,10 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str
 
 
 def _set_path(data: dict[str, Any], parts: list[str], value: Any, where: str) -> None:
-    """Set ``value`` at ``parts`` below ``data``, copying every container on the way (the
-    caller's data stays as it was); a number indexes a list (``sweep.axes.1.values``)."""
-    node: Any = data
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if isinstance(node, list):
-            if not part.isdecimal() or int(part) >= len(node):
-                raise ConfigError([f"{where}: {'.'.join(parts[:i])} has {len(node)} items: "
-                                   f"no item {part!r}"])
-            key: Any = int(part)
-        else:
-            key = part
-        if last:
-            node[key] = value
-            return
-        child = node[key] if isinstance(node, list) else node.get(key)
-        child = dict(child) if isinstance(child, dict) else list(child) \
-            if isinstance(child, list) else {}
-        node[key] = child
-        node = child
+    try:
+        set_at(data, parts, value)
+    except ValueError as exc:
+        raise ConfigError([f"{where}: {exc}"]) from None
 
 
 def load_campaign_testbeds(path: Path | str, overrides: list[str] | None = None
@@ -801,9 +793,9 @@ def load_campaign_testbeds(path: Path | str, overrides: list[str] | None = None
     """Read and validate a campaign file (with ``--set`` ``overrides``, see
     :func:`apply_overrides`) and every testbed file it names."""
     path = Path(path)
-    data = apply_overrides(_read_yaml(path), overrides or [], str(path))
+    data = apply_overrides(read_config_yaml(path), overrides or [], str(path))
     try:
-        cfg = CampaignConfig.model_validate(data)
+        cfg = CampaignConfig.model_validate(data, context=WRITTEN)
     except ValidationError as exc:
         raise ConfigError(_format_errors(str(path), exc, CampaignConfig)) from None
     try:
@@ -826,6 +818,8 @@ def load_campaign_testbeds(path: Path | str, overrides: list[str] | None = None
     names = [t.name for t in testbeds]
     for name in sorted({n for n in names if names.count(n) > 1}):
         errors.append(f"{path}: testbeds: two testbeds are named {name!r}")
+    errors += [f"{path}: {line}" for t, f in zip(testbeds, cfg.testbed_files())
+               for line in _testbed_problems(cfg, t, f)]
     if len(testbeds) > 1 and sum(t.local for t in testbeds) > 1 and any(
             v.side_knobs(r).rmem or v.side_knobs(r).wmem
             for _, v in variant_configs(cfg) for r in ("server", "client")):
@@ -834,6 +828,24 @@ def load_campaign_testbeds(path: Path | str, overrides: list[str] | None = None
     if errors:
         raise ConfigError(errors)
     return cfg, testbeds
+
+
+def _testbed_problems(cfg: CampaignConfig, testbed: TestbedConfig, file: str) -> list[str]:
+    """What a campaign asks of a testbed that it cannot do, found before anything runs."""
+    problems = []
+    port = testbed.port or cfg.port
+    last = port + max(len(cfg.flows or []), 1) - 1
+    clash = [f"{name} ({node.ssh.port})" for name, node in testbed.endpoint_nodes()
+             if port <= node.ssh.port <= last]
+    if clash:
+        ports = f"ports {port}..{last}" if last > port else f"port {port}"
+        problems.append(f"port: the measurement's {ports} would take the SSH port of node "
+                        f"{', '.join(clash)} (testbed {file}): choose another `port`")
+    if testbed.router() is None and any(
+            v.path is not None and v.path.record_packets for _, v in variant_configs(cfg)):
+        problems.append(f"path.record_packets: testbed {file} has no router, where the "
+                        "bottleneck's packets are captured")
+    return problems
 
 
 def resolve_testbed_path(config_path: Path, testbed_file: str) -> Path:

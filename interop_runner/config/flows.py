@@ -11,36 +11,59 @@ two-link path a flow may be pinned to one link (``link: 0`` or ``1``) or split o
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from interop_runner.config.params import CongestionControl, StandardParams
 from interop_runner.config.path import parse_ms
+from interop_runner.config.written import SECONDS_UNITS, SIZE_UNITS, refuse_bare
 from interop_runner.units import positive_size
 
 MAX_FLOWS = 32  # ports port .. port + 31 on each node; each flow's processes on both nodes
 FlowKind = Literal["quic", "tcp"]
+MAX_SECONDS = 86400.0  # the longest duration, start offset or timeout a config may give
+_MINUTES_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*min\s*$", re.IGNORECASE)
+_LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
 _PIN = re.compile(r"@([01])(?=#\d+$|$)")  # a label's link pin: quic-go/reno@0, tcp/cubic@1#2
 
 
 def parse_seconds(value: Any) -> float:
     """Seconds from ``60s``, ``2min``, ``500ms`` or a number of seconds (ValueError)."""
-    if isinstance(value, str) and value.strip().lower().endswith("min"):
-        return float(value.strip()[:-3]) * 60.0
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return parse_ms(f"{value}s") / 1e3
-    return parse_ms(value) / 1e3
+    if isinstance(value, str):
+        minutes = _MINUTES_RE.match(value)
+        return float(minutes.group(1)) * 60.0 if minutes else parse_ms(value) / 1e3
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"cannot parse time {value!r} (use e.g. 60s, 2min, 500ms)")
+    if not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a finite number of seconds")
+    if value < 0:
+        raise ValueError("a time cannot be negative")
+    return float(value)
 
 
 def parse_duration(value: Any) -> float | None:
-    """A positive duration in seconds (:func:`parse_seconds`), None for None."""
+    """A positive duration in seconds of at most a day (:func:`parse_seconds`), None for
+    None."""
     if value is None:
         return None
     seconds = parse_seconds(value)
     if seconds <= 0:
         raise ValueError("a duration must be positive")
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{value!r} is more than a day ({MAX_SECONDS:.0f} s)")
+    return seconds
+
+
+def written_seconds(value: Any, info: ValidationInfo) -> float:
+    """A timeout in seconds of at most a day, from ``30s``, ``2min``, ``500ms``; a bare
+    number only in a stored document."""
+    refuse_bare(value, info, SECONDS_UNITS)
+    seconds = parse_seconds(value)
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{value!r} is more than a day ({MAX_SECONDS:.0f} s)")
     return seconds
 
 
@@ -61,21 +84,35 @@ class FlowConfig(BaseModel):
 
     @field_validator("start", mode="before")
     @classmethod
-    def _start(cls, value: Any) -> float:
+    def _start(cls, value: Any, info: ValidationInfo) -> float:
+        refuse_bare(value, info, SECONDS_UNITS)
         seconds = parse_seconds(value)
         if seconds < 0:
             raise ValueError("a start offset cannot be negative")
+        if seconds > MAX_SECONDS:
+            raise ValueError(f"{value!r} is more than a day")
         return seconds
 
     @field_validator("duration", mode="before")
     @classmethod
-    def _duration(cls, value: Any) -> float | None:
+    def _duration(cls, value: Any, info: ValidationInfo) -> float | None:
+        refuse_bare(value, info, SECONDS_UNITS)
         return parse_duration(value)
 
     @field_validator("size", mode="before")
     @classmethod
-    def _size(cls, value: Any) -> int | None:
+    def _size(cls, value: Any, info: ValidationInfo) -> int | None:
+        refuse_bare(value, info, SIZE_UNITS)
         return None if value is None else positive_size(value)
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str | None) -> str | None:
+        # a label names the flow's directory (with '/' made '-') and joins a set's name
+        if value is not None and (not _LABEL_RE.match(value) or ".." in value):
+            raise ValueError(f"{value[:80]!r}: use letters, digits, '.', '_', '-' or '/' (at "
+                             "most 64, no '..')")
+        return value
 
     @field_validator("link", mode="before")
     @classmethod
@@ -122,22 +159,28 @@ class FlowConfig(BaseModel):
         return self.duration if self.duration is not None else (
             default if self.size is None else None)
 
-    def cc(self, params: StandardParams) -> str:
-        """The congestion control the flow asks for."""
-        return self.tcp or self.congestion_control or params.congestion_control
+    def cc(self, params: StandardParams, offered: Sequence[str] = ()) -> str:
+        """The congestion control the flow runs: its own (``tcp:`` or
+        ``congestion_control``), else the campaign's where its server (the data sender)
+        ``offered`` it (or offers no choice), else, as a pair would, the server's first."""
+        own = self.tcp or self.congestion_control
+        if own is not None:
+            return own
+        cc = params.congestion_control
+        return cc if not offered or cc in offered else offered[0]
 
     def std_params(self, params: StandardParams) -> StandardParams:
         """The campaign's standard parameters with this flow's own."""
         update = {**self.params, "congestion_control": self.cc(params)}
         return StandardParams.model_validate({**params.model_dump(), **update})
 
-    def default_label(self, params: StandardParams) -> str:
+    def default_label(self, params: StandardParams, offered: Sequence[str] = ()) -> str:
         """``quic-go/cubic``, ``quiche-lsquic/bbr`` (server-client when they differ),
         ``tcp/cubic``; ``@link`` when pinned."""
         what = "tcp" if self.tcp is not None else (
             self.server if self.server == self.client else f"{self.server}-{self.client}")
         pin = f"@{self.link}" if self.link in ("0", "1") else ""
-        return f"{what}/{self.cc(params)}{pin}"
+        return f"{what}/{self.cc(params, offered)}{pin}"
 
 
 class FlowSet(BaseModel):
@@ -146,11 +189,13 @@ class FlowSet(BaseModel):
     model_config = ConfigDict(frozen=True)
     flows: tuple[FlowConfig, ...] = Field(min_length=1)
 
-    def labels(self, params: StandardParams) -> list[str]:
-        """Each flow's label, unique (a repeated one gets ``#2``, ``#3``)."""
+    def labels(self, params: StandardParams,
+               offered: Sequence[Sequence[str]] | None = None) -> list[str]:
+        """Each flow's label, unique (a repeated one gets ``#2``, ``#3``); ``offered``: the
+        congestion controls each flow's server offers (:meth:`FlowConfig.cc`)."""
         out: list[str] = []
-        for flow in self.flows:
-            base = flow.label or flow.default_label(params)
+        for i, flow in enumerate(self.flows):
+            base = flow.label or flow.default_label(params, offered[i] if offered else ())
             label, n = base, 1
             while label in out:
                 n += 1
@@ -158,9 +203,10 @@ class FlowSet(BaseModel):
             out.append(label)
         return out
 
-    def set_label(self, params: StandardParams) -> str:
+    def set_label(self, params: StandardParams,
+                  offered: Sequence[Sequence[str]] | None = None) -> str:
         """The set's name in directories and cells: the labels joined by ``+``, ``/`` made
         ``-`` and a link pin ``@0`` ``-link0``; a variant's ``@`` stays
         (``picoquic@pr-cubic+tcp-cubic``), as in the directories of pairs."""
         return "+".join(_PIN.sub(r"-link\1", label).replace("/", "-")
-                        for label in self.labels(params))
+                        for label in self.labels(params, offered))

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from interop_runner.config.flows import FlowConfig
 from interop_runner.config.params import StandardParams, Supports, pair_unsupported
 from interop_runner.errors import RegistryError
 from interop_runner.paths import IMPLEMENTATIONS_DIR
@@ -311,6 +312,19 @@ def why_unsupported(params: StandardParams, server: ImplementationMeta,
         return (f"no common protocol: server speaks {', '.join(server.alpns)}, client "
                 f"speaks {', '.join(client.alpns)}")
     return pair_unsupported(params, server.supports, client.supports, client.name)
+
+
+def flow_unsupported(flow: FlowConfig, params: StandardParams, server: ImplementationMeta,
+                     client: ImplementationMeta) -> str | None:
+    """Why a pair flow cannot run (None: it can): a congestion control the flow names itself
+    that a side lacks (one it does not name runs as in a pair: the server's own, with a note),
+    or what makes the pair unsupported (:func:`why_unsupported`)."""
+    cc = flow.congestion_control
+    for meta, role in ((server, "server"), (client, "client")):
+        offered = meta.supports.congestion_control
+        if cc is not None and offered and cc not in offered:
+            return f"{meta.name} ({role}) offers no {cc} (it offers: {', '.join(offered)})"
+    return why_unsupported(flow.std_params(params), server, client, common_alpn(server, client))
 
 
 _CIPHER_SHORT = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM", "TLS_AES_256_GCM_SHA384": "AES-256-GCM",

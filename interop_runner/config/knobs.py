@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from interop_runner.config.written import SIZE_UNITS, refuse_bare
 from interop_runner.units import positive_size
 
 DEFAULT_SOCKET_BUFFER = 212992  # Linux's net.core.rmem_default/wmem_default (208 KiB)
@@ -49,7 +50,8 @@ class Knobs(BaseModel):
 
     @field_validator("rmem", "wmem", mode="before")
     @classmethod
-    def _buffer(cls, value: Any) -> int | None:
+    def _buffer(cls, value: Any, info: ValidationInfo) -> int | None:
+        refuse_bare(value, info, f"a multiple of the default like 4x, or {SIZE_UNITS}")
         if value is None:
             return None
         if isinstance(value, str) and value.strip().lower().endswith("x"):

@@ -9,11 +9,14 @@ so that run.json never hides an ignored setting.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from interop_runner.config.path import parse_ms
+from interop_runner.config.written import SIZE_UNITS, TIME_UNITS, is_bare, refuse_bare
 from interop_runner.units import positive_size
 
 CongestionControl = Literal["cubic", "reno", "bbr"]
@@ -31,6 +34,9 @@ MAX_ACK_DELAY_LIMIT_MS = 2**14 - 1
 MIN_FLOW_CONTROL_WINDOW = 16 * 1024
 MAX_VARINT = 2**62 - 1
 NEGOTIATED_MARKER = "QIR_NEGOTIATED "
+# the largest ACK ratio a campaign may ask for: far beyond any window's packets at 100G
+MAX_ACK_RATIO = 10_000
+_RATIO_RE = re.compile(r"^\s*1\s*:\s*(\d+)\s*$")
 
 
 class StandardParams(BaseModel):
@@ -47,7 +53,7 @@ class StandardParams(BaseModel):
     # ACK frequency of the data receiver (the client of a download, paper 003 section V): it
     # acknowledges every n-th ack-eliciting packet (1:n), at the latest max_ack_delay (ms)
     # after the first unacknowledged one. None: the library's own policy.
-    ack_ratio: int | None = Field(None, ge=1)
+    ack_ratio: int | None = Field(None, ge=1, le=MAX_ACK_RATIO)
     max_ack_delay: int | None = Field(None, ge=1, le=MAX_ACK_DELAY_LIMIT_MS)
     # the data receiver's (the client's) flow-control window in bytes (paper 003 section
     # IV.C): its initial connection and stream credit, kept fixed (no auto-tuning beyond it).
@@ -56,10 +62,33 @@ class StandardParams(BaseModel):
 
     @field_validator("socket_rcvbuf", "socket_sndbuf", "flow_control_window", mode="before")
     @classmethod
-    def _size(cls, value: Any) -> int | None:
+    def _size(cls, value: Any, info: ValidationInfo) -> int | None:
+        refuse_bare(value, info, SIZE_UNITS)
         if value is None:
             return None
         return positive_size(value)
+
+    @field_validator("ack_ratio", mode="before")
+    @classmethod
+    def _ratio(cls, value: Any) -> Any:
+        # the papers write an ACK ratio as 1:n (one ACK per n packets): "1:10" is 10
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not an ACK ratio (give n, or 1:n)")
+        if isinstance(value, str) and (match := _RATIO_RE.match(value)):
+            return int(match.group(1))
+        return value
+
+    @field_validator("max_ack_delay", mode="before")
+    @classmethod
+    def _delay(cls, value: Any, info: ValidationInfo) -> Any:
+        refuse_bare(value, info, TIME_UNITS)
+        if value is None or is_bare(value):
+            return value
+        ms = parse_ms(value)
+        if ms != int(ms):
+            raise ValueError(f"{value!r} is not a whole number of ms (QUIC's max_ack_delay "
+                             "transport parameter counts ms)")
+        return int(ms)
 
 
 class Supports(BaseModel):

@@ -6,10 +6,11 @@ data is split over, or a rate that follows a trace); :meth:`PathConfig.resolved`
 the numbers a backend needs (bits per second, milliseconds, bytes). How the path is built on
 a router or the server's egress: :mod:`interop_runner.testbed.path`; docs/paths.md.
 
-Units: rates in bit/s (``20mbit``, ``1gbit``, or a number), times in ms (``50ms``, ``1s``, or a
-number of ms), buffers in bytes (``64KiB``), packets (``100p``, 1514 bytes each: the MTU plus
+Units: rates in bit/s (``20mbit``, ``1gbit``), times in ms (``50ms``, ``1s``), buffers in bytes
+(``64KiB``), packets (``100p``, 1514 bytes each: the MTU plus
 the Ethernet header, which tbf counts) or a multiple of the bandwidth-delay product
-(``1bdp``: rate x base RTT).
+(``1bdp``: rate x base RTT). A user must write the unit (:mod:`.written`); a bare number is
+the model's unit only in a stored document.
 """
 
 from __future__ import annotations
@@ -20,16 +21,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from interop_runner.config.written import (
+    RATE_UNITS,
+    SIZE_UNITS,
+    TIME_UNITS,
+    refuse_bare,
+    written,
+)
 from interop_runner.units import parse_size
 
+# plausible ranges (docs/paths.md): a delay or RTT of at most 10 s, a rate of at most 1.6
+# Tbit/s (the fastest Ethernet), a buffer of at most 4 GiB (tbf's limit is a 32-bit byte count)
+MAX_PATH_MS = 10_000.0
+MAX_RATE_BPS = 1_600 * 10**9
+MAX_BUFFER_BYTES = 2**32 - 1
 WIRE_PACKET = 1514  # bytes a full 1500-byte IP packet occupies in tbf (+ Ethernet header)
 TRACE_OPPORTUNITY = 1500  # bytes one line of a mahimahi trace delivers
 _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit)?\s*$", re.IGNORECASE)
 _RATE_FACTORS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)?\s*$", re.IGNORECASE)
 _TIME_FACTORS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+BUFFER_UNITS = f"bdp, p (packets) or {SIZE_UNITS}"
 _BUFFER_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bdp|p|pkt|packets)\s*$", re.IGNORECASE)
 
 
@@ -49,6 +70,8 @@ def parse_rate(value: Any) -> int:
     bits = int(round(number * _RATE_FACTORS[unit]))
     if bits < 8000:
         raise ValueError(f"rate {value!r} is below 8 kbit/s")
+    if bits > MAX_RATE_BPS:
+        raise ValueError(f"rate {value!r} is above 1.6 Tbit/s, more than any NIC carries")
     return bits
 
 
@@ -70,6 +93,15 @@ def parse_ms(value: Any) -> float:
     return ms
 
 
+def path_ms(value: Any) -> float:
+    """:func:`parse_ms` for a path's delays and timeouts: at most :data:`MAX_PATH_MS`."""
+    ms = parse_ms(value)
+    if ms > MAX_PATH_MS:
+        raise ValueError(f"{value!r} is more than {MAX_PATH_MS / 1000:.0f} s (a path's RTT "
+                         "is at most a few seconds, even over a geostationary satellite)")
+    return ms
+
+
 @dataclass(frozen=True)
 class Buffer:
     """A buffer as written: ``value`` bytes, packets or BDP multiples."""
@@ -80,12 +112,17 @@ class Buffer:
     def bytes(self, rate_bps: int | None, rtt_ms: float | None) -> int:
         """The buffer in bytes (a BDP multiple needs the rate and the base RTT)."""
         if self.unit == "bytes":
-            return int(self.value)
-        if self.unit == "packets":
-            return int(round(self.value * WIRE_PACKET))
-        if rate_bps is None or rtt_ms is None:
+            size = int(self.value)
+        elif self.unit == "packets":
+            size = int(round(self.value * WIRE_PACKET))
+        elif rate_bps is None or rtt_ms is None:
             raise ValueError("a buffer in bdp needs `rate` and `rtt`")
-        return int(round(self.value * rate_bps * rtt_ms / 8000.0))
+        else:
+            size = int(round(self.value * rate_bps * rtt_ms / 8000.0))
+        if size > MAX_BUFFER_BYTES:
+            raise ValueError(f"a buffer of {size} bytes is more than 4 GiB, the most a tbf "
+                             "queue holds")
+        return size
 
 
 def parse_buffer(value: Any) -> Buffer:
@@ -94,8 +131,13 @@ def parse_buffer(value: Any) -> Buffer:
         match = _BUFFER_RE.match(value)
         if match:
             unit = match.group(2).lower()
-            return Buffer(float(match.group(1)), "bdp" if unit == "bdp" else "packets")
-    return Buffer(float(parse_size(value)), "bytes")
+            buffer = Buffer(float(match.group(1)), "bdp" if unit == "bdp" else "packets")
+            if buffer.unit == "packets":
+                buffer.bytes(None, None)  # refuses more than a queue holds
+            return buffer
+    buffer = Buffer(float(parse_size(value)), "bytes")
+    buffer.bytes(None, None)
+    return buffer
 
 
 class _Strict(BaseModel):
@@ -113,17 +155,20 @@ class LinkConfig(_Strict):
 
     @field_validator("rate", mode="before")
     @classmethod
-    def _rate(cls, value: Any) -> int:
+    def _rate(cls, value: Any, info: ValidationInfo) -> int:
+        refuse_bare(value, info, RATE_UNITS)
         return parse_rate(value)
 
     @field_validator("delay", mode="before")
     @classmethod
-    def _delay(cls, value: Any) -> float:
-        return parse_ms(value)
+    def _delay(cls, value: Any, info: ValidationInfo) -> float:
+        refuse_bare(value, info, TIME_UNITS)
+        return path_ms(value)
 
-    @field_validator("buffer")
+    @field_validator("buffer", mode="before")
     @classmethod
-    def _buffer(cls, value: str | int) -> str | int:
+    def _buffer(cls, value: Any, info: ValidationInfo) -> Any:
+        refuse_bare(value, info, BUFFER_UNITS)
         parse_buffer(value)
         return value
 
@@ -176,13 +221,15 @@ class PathConfig(_Strict):
 
     @field_validator("rate", "reverse_rate", mode="before")
     @classmethod
-    def _rates(cls, value: Any) -> int | None:
+    def _rates(cls, value: Any, info: ValidationInfo) -> int | None:
+        refuse_bare(value, info, RATE_UNITS)
         return None if value is None else parse_rate(value)
 
     @field_validator("rtt", "reverse_delay", "reorder_timeout", mode="before")
     @classmethod
-    def _times(cls, value: Any) -> float | None:
-        return None if value is None else parse_ms(value)
+    def _times(cls, value: Any, info: ValidationInfo) -> float | None:
+        refuse_bare(value, info, TIME_UNITS)
+        return None if value is None else path_ms(value)
 
     @field_validator("calibrate", mode="before")
     @classmethod
@@ -191,15 +238,33 @@ class PathConfig(_Strict):
         return {False: "off", True: "strict"}.get(value, value) if isinstance(value, bool) \
             else value
 
-    @field_validator("buffer")
+    @field_validator("buffer", mode="before")
     @classmethod
-    def _buffer(cls, value: str | int | None) -> str | int | None:
+    def _buffer(cls, value: Any, info: ValidationInfo) -> Any:
+        refuse_bare(value, info, BUFFER_UNITS)
         if value is not None:
             parse_buffer(value)
         return value
 
     @model_validator(mode="after")
+    def _takes_effect(self, info: ValidationInfo) -> "PathConfig":
+        """Keys a user wrote that this path would ignore are refused (a stored path has
+        every key, so only what a user wrote is checked)."""
+        if not written(info):
+            return self
+        given = self.model_fields_set
+        if self.links is None and "split" in given:
+            raise ValueError("`split` splits packets over two links: give `links`")
+        if self.calibrate == "off" and "tolerance" in given:
+            raise ValueError("`tolerance` is what calibration allows: with `calibrate: off` "
+                             "it is never checked")
+        return self
+
+    @model_validator(mode="after")
     def _consistent(self) -> "PathConfig":
+        if self.links is None and self.reverse_delay is not None:
+            raise ValueError("`reverse_delay` is the reverse direction's delay of a path split "
+                             "over two links: give `links` (else `rtt` sets it)")
         if self.links is not None:
             self._check_links()
         elif self.trace is None and (self.rate is None or self.rtt is None):
@@ -208,16 +273,25 @@ class PathConfig(_Strict):
             raise ValueError("a path with a `trace` needs `rtt`")
         elif self.trace is not None and self.rate is not None:
             raise ValueError("give `trace` or `rate`, not both (the trace sets the rate)")
+        if self.backend == "netem" and (self.links is not None or self.trace is not None):
+            raise ValueError("backend netem cannot split packets over `links` or follow a "
+                             "`trace`: use backend nfqueue or auto")
         if self.reorder_timeout is not None and self.links is None:
             raise ValueError("`reorder_timeout` reorders packets split over two links: give "
                              "`links`")
-        if self.links is None and self.trace is None:
-            buffer = parse_buffer(self.buffer if self.buffer is not None else "1bdp")
-            if buffer.bytes(self.rate, self.rtt) < WIRE_PACKET:
-                shown = repr(self.buffer) if self.buffer is not None else "1bdp (the default)"
-                raise ValueError(f"buffer {shown} is smaller than one packet "
-                                 f"({WIRE_PACKET} bytes at the bottleneck)")
+        if self.links is None and self.trace is None:  # (a trace's rate: in resolved())
+            self._buffer_bytes(self.rate)
         return self
+
+    def _buffer_bytes(self, rate_bps: int | None) -> int:
+        """The bottleneck buffer in bytes at ``rate_bps``; ValueError below one packet."""
+        size = parse_buffer(self.buffer if self.buffer is not None else "1bdp").bytes(
+            rate_bps, self.rtt)
+        if size < WIRE_PACKET:
+            shown = repr(self.buffer) if self.buffer is not None else "1bdp (the default)"
+            raise ValueError(f"buffer {shown} is smaller than one packet ({WIRE_PACKET} bytes "
+                             "at the bottleneck)")
+        return size
 
     def _check_links(self) -> None:
         assert self.links is not None
@@ -247,10 +321,9 @@ class PathConfig(_Strict):
         trace = _trace_path(self.trace, base) if self.trace is not None else None
         rate = trace_rate_bps(trace) if trace is not None else self.rate
         assert rate is not None  # the validator asks for `rate` without `trace`
-        buffer = parse_buffer(self.buffer if self.buffer is not None else "1bdp")
         return ResolvedPath(rate_bps=rate, rtt_ms=self.rtt, data_delay_ms=data_delay,
                             reverse_delay_ms=self.rtt - data_delay,
-                            buffer_bytes=buffer.bytes(rate, self.rtt), loss=self.loss,
+                            buffer_bytes=self._buffer_bytes(rate), loss=self.loss,
                             jitter=self.jitter, reverse_rate_bps=self.reverse_rate, links=None,
                             split=None, reorder_timeout_ms=None, trace=trace)
 
@@ -326,9 +399,12 @@ def read_trace(path: Path) -> list[int]:
 
     ValueError naming the file and line when it does not parse."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ValueError(f"trace {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"trace {path}: not a text file (a mahimahi trace is one time in ms "
+                         "per line)") from None
     stamps: list[int] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -112,28 +112,38 @@ def variants(sweep: Sweep) -> list[Variant]:
 
 
 def apply(data: dict[str, Any], sweep: Sweep, variant: Variant) -> dict[str, Any]:
-    """A copy of the campaign data with the variant's values set at their paths."""
-    out: dict[str, Any] = _copy(data)
+    """A copy of the campaign data with the variant's values set at their paths
+    (ValueError: a path indexes a list past its end)."""
+    out = dict(data)
     for axis, (_, value) in zip(sweep.axes, variant.values):
-        node = out
-        parts = axis.path.split(".")
-        for part in parts[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = {}
-                node[part] = child
-            node = child
-        node[parts[-1]] = value
+        set_at(out, axis.path.split("."), value)
     out.pop("sweep", None)
     return out
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
+def set_at(data: dict[str, Any], parts: list[str], value: Any) -> None:
+    """Set ``value`` at the key path ``parts`` below ``data``, copying every container on the
+    way (whatever else refers to them stays as it was); a number indexes a list
+    (``flows.1.start``). What ``--set`` and a sweep axis both do. ValueError: no such item."""
+    node: Any = data
+    for i, part in enumerate(parts):
+        key: Any = part
+        if isinstance(node, list):
+            if not part.isdecimal() or int(part) >= len(node):
+                raise ValueError(f"{'.'.join(parts[:i])} has {len(node)} items: no item "
+                                 f"{part!r}")
+            key = int(part)
+        if i == len(parts) - 1:
+            node[key] = value
+            return
+        child = node[key] if isinstance(node, list) else node.get(key)
+        if not isinstance(child, (dict, list)) and parts[i + 1].isdecimal():
+            raise ValueError(f"{'.'.join(parts[:i + 1])} is not a list: no item "
+                             f"{parts[i + 1]!r}")
+        child = dict(child) if isinstance(child, dict) else list(child) \
+            if isinstance(child, list) else {}
+        node[key] = child
+        node = child
 
 
 T = TypeVar("T")

@@ -9,8 +9,7 @@ from dataclasses import replace
 from typing import Callable
 
 from interop_runner.config.campaign import CampaignConfig
-from interop_runner.config.implementations import common_alpn, why_unsupported
-from interop_runner.config.params import StandardParams
+from interop_runner.config.implementations import common_alpn, flow_unsupported
 from interop_runner.measure.attempt import AttemptPlan
 from interop_runner.measure.flows import KERNEL_TCP, FlowPlan
 from interop_runner.measure.side import ImplKey, SidePlan
@@ -39,39 +38,31 @@ def plan_flows(vcfg: CampaignConfig, base: AttemptPlan, port: int,
     """Every flow of the variant ``vcfg``, on ports ``port``, ``port + 1``, ..."""
     flow_set = vcfg.flow_set()
     assert flow_set is not None
-    labels = flow_set.labels(vcfg.params)
+    sides = [(side_plan(ImplKey("server", vcfg.impl.get(f.server, f.server)), vcfg),
+              side_plan(ImplKey("client", vcfg.impl.get(f.client, f.client)), vcfg))
+             if f.server is not None and f.client is not None else None
+             for f in flow_set.flows]
+    offered = [side[0].meta.supports.congestion_control if side else [] for side in sides]
+    labels = flow_set.labels(vcfg.params, offered)
     plans = []
     for i, (flow, label) in enumerate(zip(flow_set.flows, labels)):
-        cc = flow.cc(vcfg.params)
-        plan = FlowPlan(i, label, flow, port + i, cc, flow.runs_for(vcfg.duration),
+        plan = FlowPlan(i, label, flow, port + i, flow.cc(vcfg.params, offered[i]),
+                        flow.runs_for(vcfg.duration),
                         flow.size if flow.kind == "tcp" else vcfg.file_size)
-        if flow.server is not None and flow.client is not None:
-            plan.pair, plan.unsupported = _pair_plan(vcfg, base, plan, side_plan)
+        side = sides[i]
+        if side is not None:
+            plan.pair, plan.unsupported = _pair_plan(vcfg, base, plan, *side)
         plans.append(plan)
     return plans
 
 
-def _pair_plan(vcfg: CampaignConfig, base: AttemptPlan, plan: FlowPlan,
-               side_plan: SidePlanFor) -> tuple[AttemptPlan, str | None]:
+def _pair_plan(vcfg: CampaignConfig, base: AttemptPlan, plan: FlowPlan, server: SidePlan,
+               client: SidePlan) -> tuple[AttemptPlan, str | None]:
     """A pair flow's own AttemptPlan, and why it cannot run (None: it can)."""
     flow = plan.flow
     assert flow.server is not None and flow.client is not None
-    server = side_plan(ImplKey("server", vcfg.impl.get(flow.server, flow.server)), vcfg)
-    client = side_plan(ImplKey("client", vcfg.impl.get(flow.client, flow.client)), vcfg)
     alpn = common_alpn(server.meta, client.meta)
     pair = replace(base, server=server, client=client, std_params=flow.std_params(vcfg.params),
                    alpn=alpn, port=plan.port, flow=plan.directory,
                    cell=(flow.server, flow.client))
-    return pair, _why_not(server, client, alpn, plan.cc, pair.std_params)
-
-
-def _why_not(server: SidePlan, client: SidePlan, alpn: str | None, cc: str,
-             params: StandardParams) -> str | None:
-    """Why a pair flow cannot run: a congestion control one side lacks, no common
-    protocol, a standard parameter its client cannot honour."""
-    for side in (server, client):
-        offered = side.meta.supports.congestion_control
-        if offered and cc not in offered:
-            return (f"{side.meta.name} ({side.role}) offers no {cc} (it offers: "
-                    f"{', '.join(offered)})")
-    return why_unsupported(params, server.meta, client.meta, alpn)
+    return pair, flow_unsupported(flow, vcfg.params, server.meta, client.meta)

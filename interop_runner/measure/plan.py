@@ -16,6 +16,7 @@ from interop_runner.config.campaign import CampaignConfig, Pair, variant_configs
 from interop_runner.config.implementations import (
     ImplementationMeta,
     common_alpn,
+    flow_unsupported,
     load_registry,
     resolve,
     why_unsupported,
@@ -126,12 +127,18 @@ def _flows_run(rep: int, variant: Variant, vcfg: CampaignConfig,
     """One attempt of the variant's flows, named ``flows_<set>``."""
     flows = vcfg.flow_set()
     assert flows is not None
-    label = flows.set_label(vcfg.params)
-    pairs = vcfg.flow_pairs()
-    alpn = "tcp" if not pairs else common_alpn(
-        resolve(vcfg.substitute(pairs[0]).server, registry, vcfg.implementations),
-        resolve(vcfg.substitute(pairs[0]).client, registry, vcfg.implementations))
-    return PlannedRun(FLOWS, label, rep, alpn or "", variant, vcfg, cell=(FLOWS, label))
+    metas = [(resolve(vcfg.impl.get(f.server, f.server), registry, vcfg.implementations),
+              resolve(vcfg.impl.get(f.client, f.client), registry, vcfg.implementations))
+             if f.server is not None and f.client is not None else None for f in flows.flows]
+    label = flows.set_label(vcfg.params, [m[0].supports.congestion_control if m else []
+                                          for m in metas])
+    alpn = next((common_alpn(*m) for m in metas if m), "tcp")
+    # what makes a flow unsupported (its record says so; nothing of the set runs), shown by
+    # --dry-run as a pair's is
+    why = next((f"flow {i}: {reason}" for i, (f, m) in enumerate(zip(flows.flows, metas))
+                if m and (reason := flow_unsupported(f, vcfg.params, *m))), None)
+    return PlannedRun(FLOWS, label, rep, alpn or "", variant, vcfg, cell=(FLOWS, label),
+                      unsupported=why)
 
 
 def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun]) -> set[str]:
