@@ -83,7 +83,7 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
 @pytest.mark.usefixtures("local_testbed")
 def test_end_to_end_quicgo_tcptls(tmp_path, local_testbed):
     cfg = campaign(tmp_path, f"""name: e2e
-file_size: {SIZE}
+file_size: {SIZE}B
 repetitions: 2
 keylog: true
 pairs:

@@ -121,7 +121,7 @@ def campaign(tmp_path: Path, body: str, testbeds: tuple[str, ...] = ("local-a",)
     where = f"testbed: {files[0]}" if len(files) == 1 else \
         f"testbeds: [{', '.join(str(f) for f in files)}]"
     cfg_file = tmp_path / "c.yml"
-    cfg_file.write_text(f"name: local\n{where}\nfile_size: {SIZE}\nmonitors: []\n{body}")
+    cfg_file.write_text(f"name: local\n{where}\nfile_size: {SIZE}B\nmonitors: []\n{body}")
     cfg, beds = load_campaign_testbeds(cfg_file)
     plan = build_plan(cfg, [b.name for b in beds], resume)
     return Campaign(cfg, beds, tmp_path / "results", plan, CampaignHooks(connect=local_node))

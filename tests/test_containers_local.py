@@ -73,7 +73,7 @@ def image_campaign(tmp_path_factory, local_testbed):
                what="IPv6 link-local addresses of both nodes out of duplicate address detection")
     before = node_network_state()
     cfg = campaign(tmp, f"""name: containers
-file_size: {SIZE}
+file_size: {SIZE}B
 repetitions: 1
 port: 4450
 monitors: [pidstat, perf, handshake]
@@ -162,7 +162,7 @@ def nginx_campaign(tmp_path_factory, local_testbed):
     tmp = tmp_path_factory.mktemp("nginx")
     pairs = "".join(f"  - {{server: nginx-h3, client: {c}}}\n" for c in NGINX_CLIENTS)
     cfg = campaign(tmp, f"""name: nginx
-file_size: {SIZE}
+file_size: {SIZE}B
 repetitions: 1
 monitors: [handshake]
 timeouts: {{setup: 3000s, client: 120s}}

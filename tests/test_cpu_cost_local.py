@@ -32,7 +32,7 @@ def run_campaign(tmp_path: Path, name: str, pairs: str, client_knobs: str = "") 
     """Run one rate-paced campaign with pidstat on both nodes; its frame."""
     cfg = write(tmp_path / f"{name}.yml", f"""testbed: {TESTBED_FILE}
 name: {name}
-file_size: {SIZE}
+file_size: {SIZE}B
 repetitions: 2
 port: 4471
 monitors: [pidstat]

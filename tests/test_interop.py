@@ -37,7 +37,7 @@ def matrix(tmp_path_factory, local_testbed):
     tmp = tmp_path_factory.mktemp("matrix")
     body = "\n".join(f"  - {{server: {s}, client: {c}}}" for s, c in _matrix_pairs())
     cfg = campaign(tmp, f"""name: matrix
-file_size: {SIZE}
+file_size: {SIZE}B
 repetitions: 1
 port: 4440
 monitors: [handshake]
