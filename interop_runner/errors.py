@@ -36,6 +36,16 @@ class SchemaError(StoreError):
     """A stored document has a schema version this runner cannot read (newer, or unknown)."""
 
 
+class DamagedResults(StoreError):
+    """Stored results hold files that cannot be read (a torn, empty or foreign ``run.json`` or
+    ``campaign.json``): ``lines`` names each file and what is wrong with it. No verdict and no
+    pass comes of them: the commands that read results exit 2 (``ExitCode.USAGE``)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
 class ExecutorError(QirError):
     """A command could not be run or did not succeed."""
 

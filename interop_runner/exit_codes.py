@@ -20,7 +20,9 @@ class ExitCode(enum.IntEnum):
     could not undo a change)."""
     USAGE = 2
     """Invalid arguments or configuration (argparse's own code), also an unreachable node or a
-    wrong host key before anything ran; ``compare`` and ``report`` user errors."""
+    wrong host key before anything ran; ``compare`` and ``report`` user errors; damaged
+    stored results (``compare``, ``report``, ``parse``, ``matrix``: a ``run.json`` or
+    ``campaign.json`` that cannot be read, each named on one line; never a pass)."""
     TESTBED_UNHEALTHY = 3
     """``testbed status``: the local testbed is not healthy."""
     NO_OK_ATTEMPT = 4

@@ -11,6 +11,11 @@ notebooks are written without outputs. Every notebook has the same structure:
 5. per view: the figure, the frame it plots, and a check that the figure has data (or a
    one-line "no data for this view" when the results hold none for it); a table without a
    figure (``TableCell``) is shown with its row count (or "no data for this table").
+
+A view of the report (``report_view``) is called as the report calls it: with the results
+frame or with the campaign paths ``RESULTS``, as its ``View.takes`` in
+``interop_runner.report.views.VIEWS`` says, so that a notebook and the report agree on which
+views have data (tests/test_notebooks.py checks it on every stored sample).
 """
 
 # mypy: disable-error-code="no-untyped-call, no-any-return"
@@ -25,7 +30,10 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # this checkout's package, not another one installed
 DEFAULT_RESULTS = '["../results"]'
+# what a view of the report's catalogue is given, by its View.takes: the notebook's names
+ARGUMENTS = {"frame": "frame", "paths": "RESULTS"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +43,15 @@ class ViewCell:
     call: str  # e.g. "views.buffer_sweep(frame)"
     name: str  # variable suffix: data_<name>, fig_<name>
     text: str
+
+
+def report_view(function: str, name: str, text: str) -> ViewCell:
+    """The cell of the report's view ``function`` (in ``analysis.views``), called with what
+    the report gives it (``View.takes``: the frame, or the paths)."""
+    from interop_runner.report.views import VIEWS
+
+    (view,) = [v for v in VIEWS if v.function == function]
+    return ViewCell(f"views.{function}({ARGUMENTS[view.takes]})", name, text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +193,7 @@ BOOKS = (
          "(LSQUIC: 180k to 46k), far fewer ACKs; others (quiche) do not change. Fewer ACKs "
          "move CPU load from the client to the server.\n"
          "- Buffers *below* the default hurt most (quiche lost 40 %).\n\n" + LOCAL_NOTE,
-         (ViewCell("views.buffer_sweep(frame)", "buffers",
+         (report_view("buffer_sweep", "buffers",
                    "## Goodput, client packets and drops per buffer size"),)),
     Book("crypto.ipynb", "Ciphers and AES hardware (paper Fig. 5)",
          "Goodput with AES-128-GCM using AES-NI, AES-128-GCM without hardware AES "
@@ -192,7 +209,7 @@ BOOKS = (
          "negotiated cipher columns; `*_unhonoured` lists requests a stack could not follow "
          "(e.g. no AES-NI switch in ring), such cells are not a crypto comparison.\n\n"
          + LOCAL_NOTE,
-         (ViewCell("views.crypto(frame)", "crypto", "## Goodput per cipher and AES mode"),)),
+         (report_view("crypto", "crypto", "## Goodput per cipher and AES mode"),)),
     Book("interop.ipynb", "Interop matrix (paper Fig. 6)",
          "Median goodput of every server x client pair (`configs/interop.yml`), failures "
          "and unsupported pairs marked in their cells.\n\n"
@@ -205,7 +222,7 @@ BOOKS = (
          "(ACKs) of fast and slow cells.\n"
          "- Cells that failed or are unsupported (no common ALPN) are interoperability "
          "results too; the reasons are in the `reason` column.\n\n" + LOCAL_NOTE,
-         (ViewCell("views.interop_heatmap(frame)", "interop",
+         (report_view("interop_heatmap", "interop",
                    "## Server x client goodput"),)),
     Book("perf.ipynb", "CPU profile categories (paper Fig. 7)",
          "Share of perf samples per category (packet I/O, I/O, crypto, connection "
@@ -218,7 +235,7 @@ BOOKS = (
          "- Crypto is visible but not the main bottleneck.\n"
          "- A large *uncategorized* share means missing symbols or call stacks (the paper "
          "saw this for quiche); the flame graphs next to each attempt show where it goes.",
-         (ViewCell("views.perf_categories(RESULTS)", "perf",
+         (report_view("perf_categories", "perf",
                    "## perf sample shares per category"),)),
     Book("hardware.ipynb", "Hardware (paper Fig. 8)",
          "The same pairs on several host pairs (`configs/hardware.yml`, one testbed per host "
@@ -232,7 +249,7 @@ BOOKS = (
          "difference there is the explanation to test.\n\n"
          "Locally the two testbeds (`local`, `local-b`) share one CPU: the view shows the "
          "mechanism, not a hardware comparison.",
-         (ViewCell("views.hardware(frame)", "hardware", "## Goodput per testbed"),)),
+         (report_view("hardware", "hardware", "## Goodput per testbed"),)),
     Book("offloads.ipynb", "Segmentation offloads (paper Fig. 9)",
          "Goodput per ethtool offload preset (`off`, `udp-only`, `all-on`) and the stacks' "
          "own UDP GSO (`params.gso`), with client and server CPU (`configs/offload.yml`).\n\n"
@@ -243,7 +260,7 @@ BOOKS = (
          "for stacks that do not use them.\n"
          "- `*_unhonoured` and the ethtool notes in run.json say which requests a stack or "
          "the NIC could not follow (veth has no LRO).\n\n" + LOCAL_NOTE,
-         (ViewCell("views.offloads(frame)", "offloads",
+         (report_view("offloads", "offloads",
                    "## Goodput per offload setting"),)),
     Book("pinning.ipynb", "Core pinning and NUMA (paper Fig. 11)",
          "Mean goodput per server core x client core (`configs/pinning.yml`, taskset via "
@@ -260,7 +277,7 @@ BOOKS = (
          "less: compare the spread of the cells.\n\n"
          "The local testbed has one NUMA node, so only per-core effects (shared caches, "
          "interrupts) can show.",
-         (ViewCell("views.pinning(frame)", "pinning", "## Goodput per core pair"),)),
+         (report_view("pinning", "pinning", "## Goodput per core pair"),)),
     Book("overview.ipynb", "Overview: bottlenecks and goodput over time",
          "What limited each successful attempt, and how the receive rate evolved during "
          "the transfers; useful for every campaign.\n\n"
@@ -273,8 +290,8 @@ BOOKS = (
          "- **Goodput over time** (needs the `ifstat` monitor): slow starts, stalls and "
          "drift between repetitions; repetitions are interleaved over the variants so that "
          "drift does not look like an effect of one setting.",
-         (ViewCell("views.bottlenecks(frame)", "bottlenecks", "## Bottleneck labels per cell"),
-          ViewCell("views.goodput_over_time(RESULTS)", "timeline",
+         (report_view("bottlenecks", "bottlenecks", "## Bottleneck labels per cell"),
+          report_view("goodput_over_time", "timeline",
                    "## Receive rate over time"))),
     Book("paths.ipynb", "Emulated paths: goodput against the bottleneck buffer",
          "Campaigns over an emulated path (`path:` block, docs/paths.md): a bottleneck rate, "
@@ -300,7 +317,7 @@ BOOKS = (
          "handshake and slow start).",
          (TableCell("views.path_calibration_frame(frame)", "calibration",
                     "## Calibration: configured against measured, per path"),
-          ViewCell("views.path_buffer_sweep(frame)", "paths",
+          report_view("path_buffer_sweep", "paths",
                    "## Goodput fraction per bottleneck buffer"),
           TableCell("views.path_counters_frame(frame)", "counters",
                     "## Bottleneck and delay-line counters per attempt"))),
@@ -325,18 +342,18 @@ BOOKS = (
          "Without captures the series' values are NA with the reason in `series_missing`, "
          "and shares and Jain's index fall back to the flows' goodput (`share_basis`, "
          "`fairness_basis`).",
-         (ViewCell("views.flow_timeline(RESULTS)", "flowtime",
+         (report_view("flow_timeline", "flowtime",
                    "## Throughput and queueing delay per flow over one attempt"),
-          ViewCell("views.flow_fairness_sweep(frame)", "fairness",
+          report_view("flow_fairness_sweep", "fairness",
                    "## Jain's index against the swept parameter"),
           TableCell("fairness_summary(frame)", "fairness_cells",
                     "## Jain's index per cell: mean with its t interval, median with its "
                     "bootstrap interval"),
-          ViewCell("views.flow_share_matrix(flow_results)", "share",
+          report_view("flow_share_matrix", "share",
                    "## Bandwidth share of one flow against another"),
           TableCell("flow_share_summary(flow_results)", "shares",
                     "## Each flow's share per cell over the repetitions"),
-          ViewCell("views.flow_quic_vs_tcp(flow_results)", "quictcp",
+          report_view("flow_quic_vs_tcp", "quictcp",
                    "## QUIC against TCP per path condition (Welch's t-test)"),
           TableCell("flow_results", "flow_results", "## Every flow of every attempt")),
          imports="from interop_runner.analysis import fairness_summary, flow_share_summary, "
@@ -368,11 +385,11 @@ BOOKS = (
          "found it holds within a congestion control but not across them. A campaign of "
          "each stack against the kernel only has no (A, C) pair: those triples are "
          "\"not measured\".",
-         (ViewCell("views.conformance_heatmap(per_flow)", "heatmap",
+         (report_view("conformance_heatmap", "heatmap",
                    "## Conformance per tested flow and buffer, a panel per RTT"),
-          TableCell("views.conformance_cells(per_flow)", "cells",
+          TableCell("views.conformance_cells(RESULTS)", "cells",
                     "## Every cell: figures, k, trials and why some are missing"),
-          ViewCell("views.conformance_envelope_grid((flows, flow_results))", "envelopes",
+          report_view("conformance_envelope_grid", "envelopes",
                    "## Envelopes: the kernel against itself, then the least conformant "
                    "cells"),
           ViewCell("views.conformance_envelopes((flows, flow_results), LABEL)", "envelope",
@@ -384,12 +401,9 @@ BOOKS = (
           TableCell("check_transitivity(flow_results)", "transitivity",
                     "## Triples with A beats B and B beats C: does A beat C?")),
          imports="from interop_runner.analysis import check_transitivity, load_flow_results, "
-                 "load_flows, pairwise_shares\n"
-                 "from interop_runner.analysis.flow_conformance import conformance_table\n\n"
+                 "load_flows, pairwise_shares\n\n"
                  "LABEL = None  # the flow of the single-envelope figure\n"
-                 "flows, flow_results = load_flows(*RESULTS), load_flow_results(*RESULTS)\n"
-                 "per_flow = conformance_table(flows, flow_results)  # one row per tested "
-                 "flow and cell"),
+                 "flows, flow_results = load_flows(*RESULTS), load_flow_results(*RESULTS)"),
 )
 
 

@@ -87,9 +87,27 @@ def local_testbed():
 
     was_up = local.status().healthy
     local.up()
-    yield load_testbed(TESTBED_FILE)
+    testbed = load_testbed(TESTBED_FILE)
+    remove_earlier_sessions_dirs(testbed)
+    yield testbed
     if not was_up:
         local.down()
+
+
+def remove_earlier_sessions_dirs(testbed) -> None:
+    """Remove what an earlier test session that was killed (Ctrl-C, a session's end, a CI
+    run's time limit) left in the nodes' scratch and run directories. A campaign reaps such
+    directories only on the nodes it uses, so one without a path would leave the router's to
+    fail the next test's cleanliness check; the tests start from a clean testbed, the file
+    cache (``files/``) kept."""
+    for node in testbed.nodes.values():
+        for root in (Path(node.tmpdir), Path(node.workdir) / "runs"):
+            if root.is_dir():
+                for entry in root.iterdir():
+                    if entry.is_dir() and entry.name != "files":
+                        shutil.rmtree(entry)
+                    elif not entry.is_dir():
+                        entry.unlink()
 
 
 def namespace_pids(namespace: str) -> set[int]:

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -30,8 +31,9 @@ from interop_runner.exit_codes import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "tests" / "data" / "bad_input" / "good.yml"  # valid, on an unreachable testbed
-ORDER = ["run", "validate", "testbed", "list", "parse", "matrix", "report", "compare", "sources",
-         "history", "notebooks", "path"]
+ORDER = ["run", "validate", "testbed", "list", "parse", "matrix", "summary", "report", "compare",
+         "sources", "history", "notebooks", "path"]
+SAMPLE = ROOT / "tests" / "data" / "results-sample"
 
 
 def subcommands(parser: argparse.ArgumentParser) -> list[str]:
@@ -227,3 +229,64 @@ def test_list_says_how_each_implementation_runs(capsys: pytest.CaptureFixture[st
     # the columns line up whatever the longest version is
     starts = {line.index("roles=") for line in rows.values()}
     assert len(starts) == 1, starts
+
+
+def test_summary_prints_the_table_that_ended_the_run(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`run.py summary DIR...` of stored campaigns: per campaign a line naming it, then the
+    very table `run.py run` printed at the end of its run."""
+    import shutil
+
+    from interop_runner.measure.outcome import CampaignResult
+
+    copies = [Path(shutil.copytree(SAMPLE, tmp_path / n / SAMPLE.name)) for n in ("a", "b")]
+    assert cli_run._print_result(CampaignResult(copies[0], wall_s=1.0)) == ExitCode.OK
+    ran = capsys.readouterr().out.splitlines()
+    assert ran[-2:] == ["", f"results: {copies[0]}  (1 attempt(s), 1.0 s wall time; goodput in "
+                            "Mbit/s; CPU cost in CPU-s/GiB: user + system seconds of each "
+                            "side's processes per GiB delivered)"]
+    assert main(["summary", str(copies[0])]) == ExitCode.OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"sample_20261121T121934Z: 1 attempt(s) ({copies[0]})", *ran[:-2]]
+    assert lines[2].split() == ["quic-go", "quic-go", "1", "1", "0", "0", "0", "905.9",
+                                "905.9", "905.9", "6.4", "7.0", "undetermined", "(1/1)"]
+    assert main(["summary", *map(str, copies)]) == ExitCode.OK  # one block per campaign
+    both = capsys.readouterr().out.split("\n\n")
+    assert [b.splitlines()[0] for b in both] == [
+        f"sample_20261121T121934Z: 1 attempt(s) ({c})" for c in copies]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d / "missing", "{d}/missing: no such directory"),
+    (lambda d: d / "a-file", "{d}/a-file: not a directory"),
+    (lambda d: d, "{d}: not a results directory (no campaign.json in it or in its "
+                  "subdirectories, and no predecessor result.json)"),
+])
+def test_summary_of_a_missing_or_unusable_directory_is_one_line_exit_2(
+        make: Callable[[Path], Path], message: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-file").write_text("")
+    assert main(["summary", str(make(tmp_path))]) == ExitCode.USAGE
+    assert capsys.readouterr() == ("", f"error: {message.format(d=tmp_path)}\n")
+
+
+def test_summary_of_an_unreadable_directory_is_one_line_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """(As root no permission bit keeps a directory from being listed: the listing fails
+    here as it does for another user.)"""
+    def refused(self: Path) -> Any:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", refused)
+    assert main(["summary", str(tmp_path)]) == ExitCode.USAGE
+    assert capsys.readouterr() == ("", f"error: {tmp_path}: cannot read: Permission denied\n")
+
+
+def test_summary_of_a_damaged_campaign_is_one_line_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "campaign.json").write_text("{not json")
+    assert main(["summary", str(tmp_path)]) == ExitCode.USAGE
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: {tmp_path / 'campaign.json'}: ")
+    assert err.count("\n") == 1

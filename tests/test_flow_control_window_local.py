@@ -47,7 +47,7 @@ pairs:
 path: {{rate: 50mbit, rtt: {RTT_MS:g}ms, buffer: 1bdp, calibrate: warn}}
 sweep:
   axes:
-    - {{path: params.flow_control_window, values: [{WINDOW}, null], name: window}}
+    - {{path: params.flow_control_window, values: [{WINDOW}B, null], name: window}}
 """)
 
 

@@ -201,11 +201,19 @@ def test_the_series_is_cached_beside_the_record(sample: Path) -> None:
     assert again is not None
     pd.testing.assert_frame_equal(again, series)
     assert again.attrs == json.loads(json.dumps(series.attrs))
-    # a capture newer than the cache: made again and rewritten
+    # the cache is keyed by its sources' bytes: a capture only touched (a copied tree)
+    # keeps it; the same packets compressed otherwise are other bytes: made again, rewritten
     capture = attempt / "path" / "bottleneck-out.pcap.gz"
     os.utime(capture, ns=(written + 10**9, written + 10**9))
     cached_flow_series(attempt)
+    assert cache.stat().st_mtime_ns == written
+    packed = capture.read_bytes()
+    capture.write_bytes(gzip.compress(gzip.decompress(packed), compresslevel=1, mtime=0))
+    assert capture.read_bytes() != packed
+    remade, _ = cached_flow_series(attempt)
     assert cache.stat().st_mtime_ns > written
+    assert remade is not None
+    pd.testing.assert_frame_equal(remade, series)
     # other options: made each time, the cache untouched
     before = cache.stat().st_mtime_ns
     other, _ = cached_flow_series(attempt, options=SeriesOptions(bin_ms=250))
@@ -215,8 +223,9 @@ def test_the_series_is_cached_beside_the_record(sample: Path) -> None:
 
 def test_an_attempt_archived_without_its_captures_keeps_its_series(sample: Path) -> None:
     """The captures removed after the cache was written (an archived campaign keeps
-    run.json and flows.parquet): the cache is the series; a record newer than it, or no
-    cache, is no series."""
+    run.json and flows.parquet): the cache is the series, whatever the files' times; a
+    record of other bytes than it was made from, or no cache, is no series, and the reason
+    says the captures are not in this copy (its record says they were recorded)."""
     attempt = CAPTURED[0]
     copy = sample / attempt.relative_to(SAMPLE)
     series, _ = cached_flow_series(copy)
@@ -226,11 +235,20 @@ def test_an_attempt_archived_without_its_captures_keeps_its_series(sample: Path)
     assert reason is None and archived is not None
     pd.testing.assert_frame_equal(archived, series)
     later = (copy / SERIES_FILE).stat().st_mtime_ns + 10**9
-    os.utime(copy / "run.json", ns=(later, later))
+    os.utime(copy / "run.json", ns=(later, later))  # newer than the cache: still its source
+    touched, reason = cached_flow_series(copy)
+    assert reason is None and touched is not None
+    pd.testing.assert_frame_equal(touched, series)
+    record = copy / "run.json"
+    record.write_bytes(record.read_bytes() + b"\n")
     stale, reason = cached_flow_series(copy)
-    assert stale is None and "no bottleneck captures" in str(reason)
+    assert stale is None
+    assert reason == ("bottleneck captures not in this copy of the results "
+                      "(path.record_packets was on) and flows.parquet not made from these "
+                      "bytes of run.json")
     (copy / SERIES_FILE).unlink()
-    assert cached_flow_series(copy)[0] is None
+    gone, reason = cached_flow_series(copy)
+    assert gone is None and str(reason).endswith("was on) and no flows.parquet")
 
 
 def test_no_captures_is_a_reason_not_zeros(sample: Path) -> None:

@@ -83,3 +83,32 @@ def test_quic_against_tcp_names_the_set_and_compares_within_it(tmp_path: Path) -
     results = load_results(copy)
     assert results["flow_count"].tolist() == [2, 2]
     assert results["jain_index"].between(0.5, 1.0).all()
+
+
+def test_the_run_summary_names_each_set_of_flows_by_its_flows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The table that ends a run (and `run.py summary`, and the report's Summary): a row per
+    set of flows, labelled ``flows`` / the set's flows (``quic-go-reno+tcp-reno``, its
+    directory ``flows_quic-go-reno+tcp-reno``), not by the set's first pair (``quic-go
+    quic-go``)."""
+    from interop_runner.analysis import summarize
+    from interop_runner.cli.main import main
+    from interop_runner.report.tables import summary_table
+
+    copy = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, copy)
+    results = load_results(copy)
+    assert results["server"].tolist() == ["quic-go", "quiche"]  # the records' first pair
+    table = summarize(results)
+    cells = [(s, c) for s, c in zip(table["server"], table["client"])]
+    assert cells == [("flows", "quic-go-reno+tcp-reno"), ("flows", "quiche-cubic+tcp-cubic")]
+    assert table["attempts"].tolist() == [1, 1]
+    report = summary_table(results)
+    assert list(zip(report["server"], report["client"])) == cells
+    assert main(["summary", str(copy)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"flows-quic-sample_20261126T233359Z: 2 attempt(s) ({copy})"
+    assert lines[2].split()[:3] == ["flows", "quic-go-reno+tcp-reno",
+                                    "flows=quic-go-quic-go-reno+reno-3MB"]
+    assert lines[3].split()[:2] == ["flows", "quiche-cubic+tcp-cubic"]
+    assert "quic-go quic-go" not in "\n".join(lines)

@@ -1,11 +1,13 @@
-"""Conformance series in the history database (analysis/history: db.py schema 2, ingest.py,
+"""Conformance series in the history database (analysis/history: db.py schema 3, ingest.py,
 series.py, changepoints.py; ``run.py history check --metric conformance``).
 
 The ingested campaign is the runner's real sample tests/data/flows-runner-sample; its
 campaign.json plans 4 runs and stores the 2 with flow sets, so the copy here is DERIVED with
 ``planned_runs`` 2 (else ingest refuses it as partial). The series for the change points are
 DERIVED from the sample's real conformance rows: campaigns whose figure is the real one plus
-small deterministic noise, with a step where the test says."""
+small deterministic noise, with a step where the test says. The sample ran no
+kernel-vs-kernel set: its figures against paper 000's reference are NULL, the series are of
+the same-run figures (``*_same_run``)."""
 
 from __future__ import annotations
 
@@ -50,8 +52,13 @@ def test_ingest_keeps_the_conformance_of_each_flow(db: Path, sample: Path) -> No
     figures = flow_conformance(sample).set_index("label")
     assert sorted(stored.index) == ["quic-go/reno", "quiche/cubic"]
     for column in ("conformance", "conformance_t", "delta_throughput", "delta_delay"):
-        assert stored[column].to_numpy() == pytest.approx(
-            figures.loc[stored.index, column].to_numpy())
+        for name in (column, f"{column}_same_run"):
+            assert stored[name].to_numpy() == pytest.approx(
+                figures.loc[stored.index, name].to_numpy(dtype=float), nan_ok=True)
+        assert stored[column].isna().all() and stored[f"{column}_same_run"].notna().all()
+    assert stored["conformance_missing"].str.startswith("no kernel-vs-kernel runs").all()
+    assert stored["kernel"].str.startswith("6.18.44-fc-v657").all()
+    assert not stored["reference_kernel_mismatch"].any()
     assert stored.loc["quic-go/reno", "stack"] == "quic-go"
     assert stored.loc["quic-go/reno", "reference_label"] == "tcp/reno"
     assert stored["server_version"].notna().all()
@@ -69,10 +76,10 @@ def test_a_version_1_database_is_upgraded_by_ingest(db: Path, tmp_path: Path) ->
     con.execute("DROP TABLE conformance")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
-    with pytest.raises(UserError, match="version 1, this runner reads 2; `history ingest`"):
+    with pytest.raises(UserError, match="version 1, this runner reads 3; `history ingest`"):
         load_conformance(old)
     ingest(old, [])
-    assert query(old, "SELECT value FROM meta")["value"].tolist() == ["2"]
+    assert query(old, "SELECT value FROM meta")["value"].tolist() == ["3"]
     assert sorted(load_conformance(old)["label"]) == ["quic-go/reno", "quiche/cubic"]
 
 
@@ -91,8 +98,29 @@ def stepped(db: Path, metric: str, step: float, campaigns: int = 12) -> pd.DataF
     return conformance_series_rows(pd.DataFrame(rows))
 
 
+def test_a_version_2_database_gets_the_new_columns_and_figures(db: Path,
+                                                               tmp_path: Path) -> None:
+    """Version 2 kept the same-run figures under the names that now mean the figures against
+    the kernel-vs-kernel runs: an ingest adds version 3's columns and refills the table."""
+    import duckdb
+
+    from interop_runner.analysis.history.db import CONFORMANCE_COLUMNS_3
+
+    old = Path(shutil.copy(db, tmp_path / "v2.duckdb"))
+    con = duckdb.connect(str(old))
+    for column in CONFORMANCE_COLUMNS_3:
+        con.execute(f'ALTER TABLE conformance DROP COLUMN "{column}"')
+    con.execute("UPDATE conformance SET conformance = 0.5")  # version 2's meaning
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.close()
+    ingest(old, [])
+    assert query(old, "SELECT value FROM meta")["value"].tolist() == ["3"]
+    stored = load_conformance(old)
+    assert stored["conformance"].isna().all() and stored["conformance_same_run"].notna().all()
+
+
 def test_a_drop_of_conformance_is_an_open_regression(db: Path) -> None:
-    changes = check(stepped(db, "conformance", -0.3), ["conformance"])
+    changes = check(stepped(db, "conformance_same_run", -0.3), ["conformance_same_run"])
     assert len(changes) == 1
     change = changes.iloc[0]
     assert change["verdict"] == "worse" and change["regression"] and change["newest"]
@@ -102,22 +130,25 @@ def test_a_drop_of_conformance_is_an_open_regression(db: Path) -> None:
 
 
 def test_a_steady_conformance_has_no_change_point(db: Path) -> None:
-    assert check(stepped(db, "conformance", 0.0), ["conformance", "conformance_t"]).empty
+    assert check(stepped(db, "conformance_same_run", 0.0),
+                 ["conformance_same_run", "conformance_t_same_run"]).empty
 
 
 def test_an_offset_moving_away_from_the_kernel_is_a_regression(db: Path) -> None:
-    """quic-go/reno sends +1.3 Mbit/s more than the kernel's Reno in the sample; 4 more
-    is farther from the kernel, 2.6 less (to -1.3) is as far on the other side."""
-    farther = check(stepped(db, "delta_throughput", 4.0), ["delta_throughput"]).iloc[0]
+    """quic-go/reno sends +1.4 Mbit/s more than the kernel's Reno in the sample; 4 more
+    is farther from the kernel, 1 less is closer."""
+    metric = "delta_throughput_same_run"
+    farther = check(stepped(db, metric, 4.0), [metric]).iloc[0]
     assert farther["verdict"] == "farther" and farther["regression"]
-    closer = check(stepped(db, "delta_throughput", -1.0), ["delta_throughput"]).iloc[0]
+    closer = check(stepped(db, metric, -1.0), [metric]).iloc[0]
     assert closer["verdict"] == "closer" and not closer["regression"]
 
 
 def test_a_small_step_counts_from_the_threshold(db: Path) -> None:
-    frame = stepped(db, "conformance", -0.06)
-    assert check(frame, ["conformance"]).empty  # below the default 0.1
-    found = check(frame, ["conformance"], ChangePointSettings(conformance_min_effect=0.05))
+    frame = stepped(db, "conformance_same_run", -0.06)
+    assert check(frame, ["conformance_same_run"]).empty  # below the default 0.1
+    found = check(frame, ["conformance_same_run"],
+                  ChangePointSettings(conformance_min_effect=0.05))
     assert found["verdict"].tolist() == ["worse"]
 
 
@@ -142,9 +173,9 @@ def test_history_show_prints_a_conformance_series(db: Path,
     assert history.CONFORMANCE_METRICS == CONFORMANCE_METRICS  # the parser's copy
     assert main(["history", "show", "--db", str(db), "--metric", "conformance"]) == 0
     assert "2 series; pick one" in capsys.readouterr().out
-    assert main(["history", "show", "--db", str(db), "--metric", "delta_throughput",
+    assert main(["history", "show", "--db", str(db), "--metric", "delta_throughput_same_run",
                  "--server", "quiche"]) == 0
     heading, columns, point = capsys.readouterr().out.strip().splitlines()
     assert heading.startswith("series ") and "quiche -> tcp/cubic conformance" in heading
     assert "in Mbit/s" in heading and columns.split()[:4] == ["campaign", "time", "n", "median"]
-    assert point.split()[3] == "6.43"  # the sample's quiche/cubic offset, +6.4 Mbit/s
+    assert point.split()[3] == "6.66"  # the sample's quiche/cubic offset, +6.7 Mbit/s

@@ -220,11 +220,11 @@ def test_rebuild_repairs_another_schema_version(sample: Path, tmp_path: Path) ->
     con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
     con.execute("ALTER TABLE campaigns ADD COLUMN old_column VARCHAR")
     con.close()
-    with pytest.raises(UserError, match="version 0, this runner writes 2; rebuild it"):
+    with pytest.raises(UserError, match="version 0, this runner writes 3; rebuild it"):
         ingest(db, [sample])
     report = ingest(db, [], rebuild=True)  # the campaign it held, read again
     assert [(d.campaign, d.outcome) for d in report.done] == [(sample.name, "added")]
-    assert query(db, "SELECT value FROM meta")["value"].tolist() == ["2"]
+    assert query(db, "SELECT value FROM meta")["value"].tolist() == ["3"]
     assert "old_column" not in load_campaigns(db).columns
 
 

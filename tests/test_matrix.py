@@ -5,6 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
 from interop_runner.analysis import goodput_matrix, plot_matrix, status_matrix  # noqa: E402
 from interop_runner.cli.main import main  # noqa: E402
@@ -182,3 +183,39 @@ def test_cli_matrix_cpu_heatmap_without_costs_is_one_line(tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert err.startswith("error: no successful attempt has a measured CPU cost")
     assert len(err.strip().splitlines()) == 1
+
+
+def _narrow_frame() -> pd.DataFrame:
+    """2 x 2 pairs over a 20 Mbit/s path: medians 19.10 to 19.16 Mbit/s, 0.3 % apart."""
+    rows = [("a", "a", "ok", 19.10), ("a", "b", "ok", 19.12), ("b", "a", "ok", 19.14),
+            ("b", "b", "ok", 19.16)]
+    return pd.DataFrame(rows, columns=["server", "client", "status", "goodput_mbps"])
+
+
+def test_a_narrow_goodput_range_keeps_a_narrow_colour_range():
+    """Cells 0.3 % apart are not drawn from one end of the colour map to the other: the scale
+    spans 5 % of the median (19.13 +- 2.5 %) and the colour bar prints the spread."""
+    ax = plot_matrix(_narrow_frame())
+    image = ax.images[0]
+    low, high = image.get_clim()
+    assert (low, high) == (pytest.approx(19.13 * 0.975), pytest.approx(19.13 * 1.025))
+    assert float(image.norm(19.16)) - float(image.norm(19.10)) == pytest.approx(
+        0.06 / (0.05 * 19.13))  # 6 % of the map, not all of it
+    assert image.colorbar.ax.get_ylabel() == ("median goodput [Mbit/s]\n"
+                                              "cells within 0.3 % (19.1-19.16)")
+    assert sorted(t.get_text() for t in ax.texts) == ["19"] * 4
+
+
+def test_a_wide_goodput_range_spans_the_colour_map():
+    ax = plot_matrix(_frame())
+    assert ax.images[0].get_clim() == (60.0, 200.0)  # the cells' own range
+
+
+def test_colour_limits_and_the_spread():
+    from interop_runner.analysis.matrix import colour_limits, narrow_spread
+
+    assert colour_limits([100.0, float("nan"), 100.0]) == (97.5, 102.5)  # one value: +-2.5 %
+    assert colour_limits([10.0, 40.0]) == (10.0, 40.0)
+    assert colour_limits([float("nan")]) is None
+    assert narrow_spread([10.0, 40.0]) is None and narrow_spread([100.0]) is None
+    assert narrow_spread([100.0, 101.0]) == "cells within 1.0 % (100-101)"

@@ -16,12 +16,15 @@ say so. Which views have data is decided from the result set, per notebook (``PL
 from __future__ import annotations
 
 import base64
+import importlib.util
 import io
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -58,10 +61,17 @@ def ensure_kernelspec() -> None:
 def execute(name: str, results: list[Path], monkeypatch: pytest.MonkeyPatch
             ) -> nbformat.NotebookNode:
     """Run a notebook (cwd notebooks/) with QIR_RESULTS set; fail on the first cell error."""
+    return run_notebook(nbformat.read(NOTEBOOKS / name, as_version=4), name, results,
+                        monkeypatch)
+
+
+def run_notebook(nb: nbformat.NotebookNode, name: str, results: list[Path],
+                 monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
+    """Execute the notebook ``nb`` (cwd notebooks/) with QIR_RESULTS set; fail on the first
+    cell error."""
     ensure_kernelspec()
     monkeypatch.setenv("QIR_RESULTS", ":".join(str(p) for p in results))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=600,
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
     try:
@@ -133,10 +143,13 @@ def _has_rates(campaigns: list[Path]) -> bool:
 
 
 def _has_perf(campaigns: list[Path]) -> bool:
-    """Whether the perf monitor left categorised samples."""
-    from interop_runner.analysis import load_perf_categories
+    """Whether the perf monitor left category shares in a successful attempt (the results
+    frame's ``<role>_perf_<category>_share``, which the view draws)."""
+    from interop_runner.analysis import load_results
 
-    return not load_perf_categories(*campaigns).empty
+    frame = load_results(*campaigns)
+    shares = frame.filter(regex=r"^(server|client)_perf_.+_share$")
+    return bool(shares[(frame["status"] == "ok").to_numpy()].notna().to_numpy().any())
 
 
 def plan(results: Results) -> dict[str, tuple[list[Path], dict[str, bool]]]:
@@ -260,3 +273,120 @@ def test_conformance_notebook_on_the_runner_sample(tmp_path: Path,
     assert "envelope: 1 axes, 77 row(s)" in output  # quic-go/reno: 30 + 23 points, hulls
     assert "table pairs: 4 row(s)" in output and "table transitivity: 0 row(s)" in output
     assert "quiche/cubic" in output
+
+
+# ----------------------------------------------------------------------------- the report
+
+DATA = ROOT / "tests" / "data"
+# Every stored result set: its directory below tests/data and the notebook views the report
+# draws of it too (no other view may have data in either). Left out: conformance-variants/
+# history (17 campaigns of the kind of conformance-variants/ab, minutes of k-means more);
+# tests/data/perf holds perf script files, no results.
+FLOW_VIEWS = {"bottlenecks", "fairness", "flowtime", "share"}
+CONFORMANCE_VIEWS = FLOW_VIEWS | {"envelopes", "heatmap", "interop", "paths", "quictcp"}
+SAMPLES: dict[str, tuple[str, set[str]]] = {
+    "results": ("results-sample", {"bottlenecks"}),
+    "path": ("path-sample", {"bottlenecks", "paths"}),
+    "flows": ("flows-sample", FLOW_VIEWS),
+    "flows-runner": ("flows-runner-sample", CONFORMANCE_VIEWS),
+    "ack-ratio": ("ack-ratio-sample", {"bottlenecks", "interop", "paths"}),
+    # the predecessor's tree: perf categories from the frame in the notebook too
+    "predecessor": ("qir10g/results", {"bottlenecks", "crypto", "interop", "perf"}),
+    "conformance-ab": ("conformance-variants/ab", CONFORMANCE_VIEWS),
+    "history-aa": ("history/aa", {"bottlenecks"}),
+    "history-step": ("history/step", {"bottlenecks"}),
+}
+VIEW_CALL = re.compile(r"^data_(\w+), fig_\w+ = views\.(\w+)\((\w+)\)", re.MULTILINE)
+
+
+def generator() -> Any:
+    """notebooks/_build.py as a module (what each notebook's cells are made of)."""
+    spec = importlib.util.spec_from_file_location("notebooks_build", NOTEBOOKS / "_build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up there)
+    spec.loader.exec_module(module)
+    return module
+
+
+def every_notebook() -> nbformat.NotebookNode:
+    """The cells of every generated notebook in one notebook, each notebook's own parameter
+    and setup cells leading its part, to run them all in one kernel (a kernel start per
+    notebook and sample would take minutes). The views' variables differ between notebooks;
+    each notebook alone is run by test_notebook_on_sample."""
+    cells = [cell for name in NAMES for cell in nbformat.read(NOTEBOOKS / name, 4).cells]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata = nbformat.read(NOTEBOOKS / NAMES[0], 4).metadata
+    return nb
+
+
+def notebook_views(nb: nbformat.NotebookNode) -> dict[str, tuple[str, str]]:
+    """Per view cell of the notebooks: its name -> (view function, what it is given)."""
+    calls = [m.groups() for c in nb.cells if c.cell_type == "code"
+             for m in VIEW_CALL.finditer(c.source)]
+    names = [name for name, _, _ in calls]
+    assert len(set(names)) == len(names), f"two views of one name: {sorted(names)}"
+    return {name: (function, argument) for name, function, argument in calls}
+
+
+def report_verdicts(report: Any) -> dict[str, bool | None]:
+    """Per view function of the report: drawn in some campaign's section (True), said to
+    have no data in every one (False), or not looked at where not drawn (None: too few
+    testbeds or pairs to compare)."""
+    from interop_runner.report.views import VIEWS
+
+    verdicts: dict[str, bool | None] = {}
+    for view in VIEWS:
+        drawn = any(f.view == view for c in report.campaigns for f in c.figures)
+        unknown = any(s.view == view and s.too_few for c in report.campaigns
+                      for s in c.skipped)
+        verdicts[view.function] = True if drawn else None if unknown else False
+    return verdicts
+
+
+def stored_copy(sample: str, tmp_path: Path) -> Path:
+    """A writable copy of a stored sample (its caches left out), each flow series cache
+    (flows.parquet, kept where the captures were not) newer than its record, as written."""
+    from interop_runner.analysis.flow_series import SERIES_FILE
+
+    source = DATA / SAMPLES[sample][0]
+    target = Path(shutil.copytree(source, tmp_path / "data" / source.name,
+                                  ignore=shutil.ignore_patterns(".cache")))
+    for cache in target.rglob(SERIES_FILE):
+        record = (cache.parent / "run.json").stat().st_mtime_ns
+        os.utime(cache, ns=(record + 10**9, record + 10**9))
+    return target
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_report_and_notebooks_agree_on_the_views_with_data(
+        sample: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On every stored sample, a view the report draws has data in its notebook and one the
+    report skips for want of data says so in its notebook; every notebook gives a view of
+    the report what the report gives it (the frame, or the paths)."""
+    from interop_runner.report.build import build_report
+    from interop_runner.report.views import VIEWS
+
+    results = stored_copy(sample, tmp_path)
+    report = build_report([results], tmp_path / "report")
+    assert report.view_errors == []
+    verdicts = report_verdicts(report)
+    nb = run_notebook(every_notebook(), "every notebook", [results], monkeypatch)
+    checked = {m.group(1) for m in CHECK.finditer(texts(nb))}
+    takes = {v.function: v.takes for v in VIEWS}
+    arguments = generator().ARGUMENTS
+    agree, disagree = set(), []
+    for name, (function, argument) in notebook_views(nb).items():
+        if function not in takes:  # a notebook's own view (one flow's envelopes)
+            continue
+        assert argument == arguments[takes[function]], f"{name}: views.{function}({argument})"
+        if verdicts[function] is None:
+            continue
+        if (name in checked) == verdicts[function]:
+            agree.add(name)
+        else:
+            disagree.append(f"{name} ({function}): report {verdicts[function]}, notebook "
+                            f"{name in checked}")
+    assert disagree == []
+    assert {name for name in agree if name in checked} == SAMPLES[sample][1]
+    assert len(agree) >= 14  # (of 16 report views in the notebooks; 2 need 2 pairs/testbeds)

@@ -398,6 +398,31 @@ def test_mixed_tree_loads_own_campaigns_too(tmp_path):
     assert (df["campaign"] == "crypto/aes-ni/run2").sum() == 11
 
 
+def test_the_report_of_a_predecessor_tree_has_its_bookkeeping(tmp_path):
+    """The section's facts and Implementations table from what load_results read (result.json:
+    interop_commit_hash, the testbed file named in args, server/client_implementations,
+    the node names, filesize 8192 MiB, the start and end times), not "?" and "unknown"."""
+    from interop_runner.report.build import bookkeeping, build_report, versions_table
+
+    report = build_report([DATA / "perf"], tmp_path / "out")
+    (campaign,) = report.campaigns
+    facts = bookkeeping(campaign)
+    assert facts["testbed(s)"] == "goracle-gard"
+    assert facts["runner"] == "QIR 10G fork commit 02dae5f18698"
+    assert facts["file"] == "8.00 GiB (8589934592 bytes)"
+    assert (facts["started"], facts["finished"]) == ("2023-01-27T15:59:57+00:00",
+                                                     "2023-01-27T16:19:01+00:00")
+    assert facts["wall time"] == "1144.2 s" and facts["repetitions"] == 10
+    assert facts["pairs"] == "1 x 1: lsquic x quiche" and facts["attempts"] == "1 (ok 1)"
+    versions = versions_table(campaign)[["implementation", "role", "node", "version"]]
+    assert versions.values.tolist() == [
+        ["quiche", "client", "gard", "f4845037213dc26e7260350fa3d9f36a23174f82"],
+        ["lsquic", "server", "goracle", LSQUIC_COMMIT]]
+    html = report.html_file.read_text()
+    assert "commit unknown" not in html and "<dd>?</dd>" not in html
+    assert "f4845037213dc26e7260350fa3d9f36a23174f82" in html.split("<h3>Implementations")[1]
+
+
 def test_report_renders_the_predecessor_tree(tmp_path):
     """`run.py report` takes the tree directly: one section per experiment directory, the
     interop matrix of crypto/aes-ni/run2 and the perf categories of the goracle repetition."""

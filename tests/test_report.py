@@ -333,8 +333,16 @@ def test_sample_report_renders_in_chromium(sample_copy: Path, tmp_path: Path) ->
     assert "v0.65.0" in html and "AMD EPYC" in html  # versions and host facts
     names = figure_names(html)
     assert "bottlenecks" in names
-    assert "skipped, no data" in html  # e.g. the buffer sweep: said in one line
-    assert "Interop matrix (Fig. 6): skipped, needs 2 server/client pairs" in html
+    # the views not drawn: one line, the views of one reason together
+    (skipped,) = re.findall(r'<p class="skipped">(.*?)</p>', html)
+    assert "<li" not in html.split("<h3>Views</h3>")[1].split("<h3>Summary</h3>")[0]
+    groups = re.sub(r"</?span[^>]*>", "", skipped).split("; ")
+    assert "Interop matrix (Fig. 6), CPU cost per GiB: skipped, needs 2 server/client pairs, "\
+           "this campaign has 1" in groups
+    assert "Hardware / testbeds (Fig. 8): skipped, needs 2 testbeds to compare, this campaign "\
+           "has 1" in groups
+    no_data = [g for g in groups if g.endswith(": skipped, no data in this campaign")]
+    assert len(no_data) == 1 and "Socket buffer sweep (Fig. 3-4), " in no_data[0]
     for name in names:  # every embedded figure is also a file
         assert list((out / "figures").glob(f"*__{name}.png"))
         assert list((out / "figures").glob(f"*__{name}.svg"))
@@ -398,11 +406,34 @@ def test_same_campaign_in_two_places_gets_two_sections(sample_copy: Path,
     proc = run_report(str(sample_copy), str(other), str(sample_copy), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     html = (out / "report.html").read_text()
-    ids = re.findall(r'<section id="([^"]+)"', html)
+    ids = re.findall(r'<section id="(c-[^"]+)"', html)
     assert len(ids) == 2 and len(set(ids)) == 2  # the repeated path counts once
     figures = re.findall(r'<figure id="([^"]+)"', html)
     assert len(figures) == len(set(figures)) == 2 * len(figure_names(html)) > 0
     assert {p.stem for p in (out / "figures").glob("*.svg")} == set(figures)
+
+
+def test_a_report_of_several_campaigns_leads_with_their_cells(sample_copy: Path,
+                                                               tmp_path: Path) -> None:
+    """Above the campaigns' sections, one table of every cell of every campaign: the table
+    the end of each run printed (run.py summary); a report of one campaign has none."""
+    from interop_runner.report.build import build_report
+
+    path_copy = sample_copy.parent / PATH_SAMPLE.name
+    shutil.copytree(PATH_SAMPLE, path_copy, ignore=shutil.ignore_patterns(".cache"))
+    html = build_report([sample_copy, path_copy], tmp_path / "out").html_file.read_text()
+    assert html.index('<section id="campaigns">') < html.index('<section id="c-')
+    part = html.split('<section id="campaigns">')[1].split("</section>")[0]
+    head = re.findall(r"<th>([^<]*)</th>", part)
+    assert head[:6] == ["campaign", "server", "client", "attempts", "ok", "failed"]
+    rows = [dict(zip(head, re.findall(r"<td[^>]*>([^<]*)</td>", r)))
+            for r in re.findall(r"<tr><td.*?</tr>", part)]
+    assert [(r["campaign"], r["server"], r["attempts"], r["median_mbps"]) for r in rows] == [
+        ("sample_20261121T121934Z", "quic-go", "1", "905.9"),  # in the order given
+        ("pathcheck_20261126T192537Z", "quic-go", "1", "18.7")]
+    assert [r["bottleneck"] for r in rows] == ["undetermined (1/1)", "path_rate (1/1)"]
+    one = build_report([sample_copy], tmp_path / "one").html_file.read_text()
+    assert 'id="campaigns"' not in one
 
 
 def test_paths_section_only_for_a_campaign_with_a_path(sample_copy: Path,
@@ -417,7 +448,7 @@ def test_paths_section_only_for_a_campaign_with_a_path(sample_copy: Path,
     assert "warning" not in proc.stderr, proc.stderr
     html = (out / "report.html").read_text()
     assert_self_contained(html)
-    over_path, direct = html.split("<section ")[1:]
+    over_path, direct = html.split('<section id="c-')[1:]
     assert "pathcheck_" in over_path and SAMPLE.name in direct
     assert '__paths"' in over_path and '__paths"' not in direct
     figure = over_path.split('__paths"')[1].split("</figure>")[0]
@@ -467,7 +498,8 @@ def test_report_of_real_results(analysis_results: dict[str, Path],  # noqa: F811
     html = (out / "report.html").read_text()
     assert_self_contained(html)
     # `run` ingested the campaigns into history.duckdb beside them: the page leads with it
-    history, *sections = html.split("<section ")[1:]
+    table, history, *sections = html.split("<section ")[1:]
+    assert table.startswith('id="campaigns"')  # the cells of the three campaigns
     assert history.startswith('id="history"') and "history.duckdb" in history
     assert len(sections) == 3
     by_name = {n: s for n, s in zip(("buffers", "interop", "pinning"), sections)}

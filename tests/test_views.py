@@ -316,6 +316,18 @@ def test_pinning_means_and_deviation_from_the_mean():
         ["2", "2", -10.0], ["3", "3", 10.0]]
 
 
+def test_pinning_means_of_a_narrow_range_keep_a_narrow_colour_range():
+    """Mean goodput 1000 and 1003 per core: the panel's scale spans 5 % of the median, as
+    the goodput matrix's does, not 1000 to 1003 over the whole colour map."""
+    r = rows()
+    table, fig = pinning(frame([r(1000.0, axis_server_cpu="0", axis_client_cpu="0"),
+                                r(1003.0, axis_server_cpu="1", axis_client_cpu="0")]))
+    assert table["mean"].tolist() == [1000.0, 1003.0]
+    means = fig.axes[0].images[0]
+    assert means.get_clim() == (pytest.approx(1001.5 * 0.975), pytest.approx(1001.5 * 1.025))
+    assert fig.axes[1].images[0].get_clim() == (-1.5, 1.5)  # the deviations: centred on 0
+
+
 def test_bottlenecks_per_cell():
     r = rows(variant="rmem=1x")
     records = [r(1.0, bottleneck="client_cpu"), r(1.0, bottleneck="client_cpu"),

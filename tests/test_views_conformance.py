@@ -60,20 +60,25 @@ def texts(fig: Figure) -> str:
 
 def test_heatmap_of_quic_against_the_kernel(stored: dict[str, Path],
                                             table: pd.DataFrame) -> None:
+    """No kernel-vs-kernel runs in the sample: the heatmap draws the same-run figures and
+    its title says so."""
     frame, fig = vc.conformance_heatmap([stored["flows-runner-sample"]])
     assert list(frame.columns) == vc.HEATMAP_COLUMNS
     assert frame["label"].tolist() == ["quiche/cubic", "quic-go/reno"]  # by CC, then name
     assert (frame["buffer"] == vc.ONE).all() and (frame["rtt"] == vc.ONE).all()
+    assert frame["conformance"].isna().all()
     for column in ("conformance", "conformance_t", "delta_throughput", "delta_delay"):
+        column += "_same_run"
         assert frame.set_index("label")[column].to_dict() == pytest.approx(
             table[column].to_dict())
     quiche = frame.set_index("label").loc["quiche/cubic"]
-    assert quiche["conformance"] == 0 and quiche["conformance_t"] == pytest.approx(0.7273,
-                                                                                  abs=1e-4)
+    assert quiche["conformance_same_run"] == 0
+    assert quiche["conformance_t_same_run"] == pytest.approx(0.7273, abs=1e-4)
     (ax, _colourbar) = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == ["quiche/cubic", "quic-go/reno"]
     cells = [t.get_text() for t in ax.texts]
-    assert cells == ["0.00 / 0.73\n(+6.4, +0.77)", "0.40 / 0.72\n(+1.3, -0.91)"]
+    assert cells == ["0.00 / 0.73\n(+6.7, +0.46)", "0.40 / 0.72\n(+1.4, -1.04)"]
+    assert "against the kernel flow of the same run" in fig.get_suptitle()
     shown = ax.images[0].get_array()
     assert shown[0, 0] == 0 and shown[1, 0] == pytest.approx(0.3962, abs=1e-4)
 
@@ -87,9 +92,9 @@ def test_heatmap_cell_without_figures_is_na_with_its_reason(
     results.loc[reno, "congestion_control"] = "vegas"
     frame, fig = vc.conformance_heatmap(conformance_table(flows, results))
     goer = frame.set_index("label").loc["quic-go/reno"]
-    assert pd.isna(goer["conformance"]) and pd.isna(goer["k_test"])
-    assert goer["conformance_missing"].startswith("no kernel TCP flow of congestion control "
-                                                  "reno")
+    assert pd.isna(goer["conformance_same_run"]) and pd.isna(goer["k_test_same_run"])
+    assert goer["conformance_same_run_missing"].startswith(
+        "no kernel TCP flow of congestion control reno")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.texts][1] == "NA"
     assert np.ma.is_masked(ax.images[0].get_array()[1, 0])
@@ -166,12 +171,13 @@ def test_hull_polygons_are_in_data_units() -> None:
 def test_envelopes_of_quiche_against_the_kernel(
         frames: tuple[pd.DataFrame, pd.DataFrame], table: pd.DataFrame) -> None:
     frame, fig = vc.conformance_envelopes(frames, "quiche/cubic")
-    row = table.loc["quiche/cubic"]
+    row = table.loc["quiche/cubic"]  # no kernel-vs-kernel runs: the same-run figures
+    assert (frame["compared_with"] == "the kernel flow of the same run").all()
     for column in ("conformance", "conformance_t", "delta_throughput", "delta_delay"):
-        assert frame[column].iloc[0] == pytest.approx(row[column])
+        assert frame[column].iloc[0] == pytest.approx(row[column + "_same_run"])
     points = frame[frame["part"] == "point"]
-    assert (points["side"] == "test").sum() == row["points_test"] == 24
-    assert (points["side"] == "reference").sum() == row["points_reference"] == 31
+    assert (points["side"] == "test").sum() == row["points_test_same_run"] == 24
+    assert (points["side"] == "reference").sum() == row["points_reference_same_run"] == 31
     assert points["kept"].all()  # one trial: its own envelope keeps every point
     hulls = frame[frame["part"] == "hull"]
     for side in ("test", "reference"):  # k = 1: one hull around the cloud
@@ -182,13 +188,13 @@ def test_envelopes_of_quiche_against_the_kernel(
     moved = frame[frame["part"] == "translated hull"].reset_index(drop=True)
     original = hulls[hulls["side"] == "test"].reset_index(drop=True)
     assert np.allclose(moved["throughput_mbps"],
-                       original["throughput_mbps"] - row["delta_throughput"])
-    assert np.allclose(moved["delay_ms"], original["delay_ms"] - row["delta_delay"])
+                       original["throughput_mbps"] - row["delta_throughput_same_run"])
+    assert np.allclose(moved["delay_ms"], original["delay_ms"] - row["delta_delay_same_run"])
     (ax,) = fig.axes
     patches = [p for p in ax.patches if isinstance(p, Polygon)]
     assert len(patches) == 3 and sum(p.get_linestyle() == "--" for p in patches) == 1
     assert "quiche/cubic against tcp/cubic" in ax.get_title()
-    assert "C = 0.00, C-T = 0.73, Δ = (+6.4 Mbit/s, +0.77 ms)" in ax.get_title()
+    assert "C = 0.00, C-T = 0.73, Δ = (+6.7 Mbit/s, +0.46 ms) (same run)" in ax.get_title()
     plain = vc.conformance_envelopes_frame(frames, "quiche/cubic", translated=False)
     assert "translated hull" not in set(plain["part"])
 

@@ -1,7 +1,8 @@
 """A campaign's Parquet cache built while the campaign runs, complete when it ends.
 
 :func:`~interop_runner.analysis.results.load_results` caches a finished campaign's frame in
-``<campaign>/.cache/`` (``attempts.parquet`` and the signature ``attempts.json``), but only
+``<campaign>/.cache/`` (``attempts.parquet`` and the signature ``attempts.json``: the
+SHA-256 of campaign.json and of every run.json, the code's version), but only
 when it first loads it, which is then a cold parse of every attempt. A
 :class:`CampaignCache` parses each attempt as soon as its record is stored, while the next
 transfer runs, and writes the cache when the campaign ends, so the first load after a
@@ -31,6 +32,7 @@ from interop_runner.analysis.results import (
     chunk_of_attempts,
     load_results,
     parse_attempt,
+    record_names,
     results_frame,
     write_cache,
 )
@@ -76,10 +78,10 @@ class CampaignCache:
         next ``load_results(campaign_dir)`` reads it. Returns whether it wrote it: not when
         ``campaign.json`` is unreadable or still says ``running``, or the tree is read-only.
         """
-        signature = campaign_signature(self.campaign_dir)
+        files = campaign_run_files(self.campaign_dir)
+        signature = campaign_signature(self.campaign_dir, record_names(self.campaign_dir, files))
         if signature is None:
             return False
-        files = campaign_run_files(self.campaign_dir)
         with self._lock:
             parsed = dict(self._parsed)
         missing = sum(self._key(f) not in parsed for f in files)

@@ -7,9 +7,15 @@ when some hull of every trial holds it. Hulls are closed (a point on the boundar
 within :data:`TOLERANCE`); a cluster without area (fewer than 3 points, or all on a line)
 is the segment or point itself, with no area around it.
 
-k is chosen on R(k), the share of all trials' points the PE with k clusters keeps: the k
-before R's steepest drop (:func:`choose_k`). With one trial R(k) is 1 for every k (each
-point is in its own trial's hulls), so k is 1 and no outlier is removed.
+k is chosen on R(k), the share of all trials' points the PE with k clusters keeps, averaged
+over :data:`K_DRAWS` independent clusterings of every trial (:func:`retention`): the k before
+R's steepest drop, a drop within :data:`K_MARGIN` of the steepest counting as steep and the
+smallest such k winning (:func:`choose_k`). One clustering's R(k) moves with the k-means
+seed by more than the drops of a cloud without natural clusters differ, so the steepest
+drop of one clustering flipped k between identical builds; the mean and the margin do not
+(docs/conformance.md, "Choice of k"). The PE made with k is, per trial, the clustering of
+the lowest squared error among all draws. With one trial R(k) is 1 for every k (each point
+is in its own trial's hulls), so k is 1 and no outlier is removed.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Envelope", "Hull", "K_MAX", "TOLERANCE", "choose_k", "clusters", "hull_of",
-           "hull_polygons", "performance_envelope", "retention"]
+__all__ = ["Envelope", "Hull", "K_DRAWS", "K_MARGIN", "K_MAX", "Retention", "TOLERANCE",
+           "choose_k", "clusters", "hull_of", "hull_polygons",
+           "performance_envelope", "retention"]
 
 Points = NDArray[np.float64]  # (n, 2)
 
@@ -33,8 +40,14 @@ K_MAX = 8
 #: Distance (scaled units) within which a point counts as on a hull: hulls are closed and
 #: their own vertices must stay inside despite rounding.
 TOLERANCE = 1e-9
-KMEANS_RUNS = 3  # k-means restarts per clustering; the lowest squared error is kept
+KMEANS_RUNS = 2  # k-means restarts per clustering; the lowest squared error is kept
 KMEANS_ITERATIONS = 20
+#: Independent clusterings (each the best of KMEANS_RUNS restarts) of every trial per k:
+#: R(k) is their mean, the PE takes each trial's best of all of them (6 k-means++ runs).
+K_DRAWS = 3
+#: Drops of R(k) within this share of the steepest are as steep: the smallest such k wins
+#: (a drop must stand out by 10 points of R to add clusters).
+K_MARGIN = 0.1
 RASTER_CELLS = 256  # per axis, of the grid that caches an envelope's answer
 RASTER_MIN_POINTS = 20_000  # fewer points are tested exactly (the grid costs ~70k tests)
 
@@ -57,10 +70,9 @@ class Hull:
         candidates = np.flatnonzero(in_box)
         if self.equations is None:
             candidates = candidates[_on_segment(points[candidates], self.corners)]
-        else:
-            for a, b, offset in self.equations:  # facet by facet: drop who is outside
-                x, y = points[candidates].T
-                candidates = candidates[a * x + b * y + offset <= TOLERANCE]
+        else:  # inside every facet's half-plane, all facets in one product
+            sides = points[candidates] @ self.equations[:, :2].T + self.equations[:, 2]
+            candidates = candidates[(sides <= TOLERANCE).all(axis=1)]
         inside = np.zeros(len(points), dtype=bool)
         inside[candidates] = True
         return inside
@@ -210,27 +222,53 @@ def _mark_unsure(state: NDArray[np.int8], low: Points, cell: Points, start: Poin
             state[x, y] = -1
 
 
-def clusters(points: Points, k: int, seed: int = 0) -> list[Points]:
-    """The non-empty clusters of k-means (scipy's kmeans2, k-means++ seeding from a
-    generator seeded with ``seed`` and k; the best of :data:`KMEANS_RUNS` runs by squared
-    error): the same points always give the same clusters, wherever they lie."""
+@dataclass(frozen=True)
+class _Clustering:
+    """One k-means clustering of a trial: its squared error and each point's cluster."""
+
+    error: float
+    labels: NDArray[np.int32]
+
+    def clusters(self, points: Points) -> list[Points]:
+        """The non-empty clusters of ``points``, in label order."""
+        return [points[self.labels == label] for label in np.unique(self.labels)]
+
+
+def _kmeans(points: Points, k: int, rng: np.random.Generator) -> _Clustering:
+    """The best of :data:`KMEANS_RUNS` runs of scipy's kmeans2 (k-means++ seeding) by
+    squared error."""
     from scipy.cluster.vq import kmeans2
 
-    k = min(k, len(np.unique(points, axis=0)))  # k-means++ needs k distinct points
-    if k <= 1:
-        return [points]
-    rng = np.random.default_rng([seed, k])
-    best: tuple[float, NDArray[np.int32]] | None = None
+    best: _Clustering | None = None
     for _ in range(KMEANS_RUNS):
         with warnings.catch_warnings():  # an empty cluster: one hull fewer, nothing to say
             warnings.simplefilter("ignore", UserWarning)
             centroids, labels = kmeans2(points, k, iter=KMEANS_ITERATIONS, minit="++",
-                                        rng=rng)
+                                        rng=rng, check_finite=False)  # checked: as_trials
         error = float(((points - centroids[labels]) ** 2).sum())
-        if best is None or error < best[0]:
-            best = (error, labels)
+        if best is None or error < best.error:
+            best = _Clustering(error, labels)
     assert best is not None
-    return [points[best[1] == label] for label in np.unique(best[1])]
+    return best
+
+
+def _draws(points: Points, k: int, seed: int, draws: int) -> list[_Clustering]:
+    """``draws`` independent clusterings of ``points`` into k clusters (:func:`_kmeans`, a
+    generator seeded with ``seed``, k and the draw): the same points always give the same
+    clusters, wherever they lie. k is capped at the distinct points (k-means++ needs k of
+    them); k = 1 is one clustering, the points themselves."""
+    k = min(k, len(np.unique(points, axis=0)))
+    if k <= 1:  # nothing random: one draw
+        return [_Clustering(0.0, np.zeros(len(points), dtype=np.int32))]
+    return [_kmeans(points, k, np.random.default_rng([seed, k, draw]))
+            for draw in range(draws)]
+
+
+def clusters(points: Points, k: int, seed: int = 0) -> list[Points]:
+    """The clusters of the PE: of the :data:`K_DRAWS` clusterings of :func:`_draws` (each
+    the best of :data:`KMEANS_RUNS` k-means runs), the one of the lowest squared error."""
+    best = min(_draws(points, k, seed, K_DRAWS), key=lambda c: c.error)
+    return best.clusters(points)
 
 
 def performance_envelope(trials: Sequence[Points], k: int, seed: int = 0) -> Envelope:
@@ -238,21 +276,48 @@ def performance_envelope(trials: Sequence[Points], k: int, seed: int = 0) -> Env
     return Envelope(tuple(tuple(hull_of(c) for c in clusters(t, k, seed)) for t in trials))
 
 
-def choose_k(retained: Sequence[int]) -> int:
-    """The number of clusters before the steepest drop of R (``retained[i]``: the points
-    the PE with i + 1 clusters keeps; counts, so that equal drops are equal). Ties: the
-    smallest k; no drop at all: 1."""
-    drops = -np.diff(np.asarray(retained, dtype=np.int64))
+def choose_k(retention_curve: Sequence[float], margin: float = K_MARGIN) -> int:
+    """The number of clusters before the steepest drop of R (``retention_curve[i]``: the
+    share of the points the PE with i + 1 clusters keeps), drops within ``margin`` of the
+    steepest counting as steep: the smallest such k. No drop at all: 1."""
+    drops = -np.diff(np.asarray(retention_curve, dtype=np.float64))
     if not drops.size or drops.max() <= 0:
         return 1
-    return int(np.argmax(drops)) + 1  # argmax: the first of equal drops
+    # a drop as steep as the steepest up to the margin (and rounding): the first of them
+    return int(np.flatnonzero(drops >= drops.max() - margin - 1e-12)[0]) + 1
 
 
-def retention(trials: Sequence[Points], k_max: int = K_MAX, seed: int = 0
-              ) -> tuple[list[Envelope], list[NDArray[np.bool_]]]:
-    """The PEs with k = 1 .. min(k_max, the smallest trial's points) clusters and, for
-    each, which of the trials' points (stacked in order) it keeps; R(k) is their mean."""
+@dataclass(frozen=True)
+class Retention:
+    """What :func:`retention` computed, per k = 1, 2, ...: ``envelopes``, the PE (each
+    trial's clustering of the lowest squared error among the draws); ``kept``, which of the
+    trials' points (stacked in order) it keeps; ``curve``, R(k): the share of the points the
+    PE of one draw keeps, averaged over the draws (what k is chosen on)."""
+
+    envelopes: list[Envelope]
+    kept: list[NDArray[np.bool_]]
+    curve: tuple[float, ...]
+
+
+def retention(trials: Sequence[Points], k_max: int = K_MAX, seed: int = 0,
+              draws: int = K_DRAWS) -> Retention:
+    """The PEs with k = 1 .. min(k_max, the smallest trial's points) clusters, which points
+    each keeps and R(k) averaged over ``draws`` clusterings (:class:`Retention`)."""
     pooled = np.vstack(trials)
     largest = max(1, min(k_max, *(len(t) for t in trials)))
-    envelopes = [performance_envelope(trials, k, seed) for k in range(1, largest + 1)]
-    return envelopes, [e.contains(pooled) for e in envelopes]
+    envelopes, kept, curve = [], [], []
+    for k in range(1, largest + 1):
+        per_trial = [_draws(t, k, seed, draws) for t in trials]
+        shares = [_envelope(trials, [d[i % len(d)] for d in per_trial]).contains(pooled)
+                  .mean() for i in range(max(len(d) for d in per_trial))]
+        best = _envelope(trials, [min(d, key=lambda c: c.error) for d in per_trial])
+        envelopes.append(best)
+        kept.append(best.contains(pooled))
+        curve.append(float(np.mean(shares)))
+    return Retention(envelopes, kept, tuple(curve))
+
+
+def _envelope(trials: Sequence[Points], chosen: Sequence[_Clustering]) -> Envelope:
+    """The envelope of one clustering per trial."""
+    return Envelope(tuple(tuple(hull_of(c) for c in clustering.clusters(t))
+                          for t, clustering in zip(trials, chosen)))

@@ -16,8 +16,9 @@ bottleneck) is trimmed: the first and last 10 % are marked ``trimmed`` (start-up
 end of the transfer), and only whole bins inside the rest are kept for the statistics.
 
 :func:`cached_flow_series` keeps the series of the default options as ``flows.parquet`` in
-the attempt directory: a derived cache, rewritten when the record or a capture is newer or
-the format changed, never written over the record. An attempt kept without its captures (an
+the attempt directory: a derived cache keyed by the SHA-256 of the record and the captures
+it was made from (not their times: a copied tree keeps it), rewritten when one of them
+changed or the format did, never written over the record. An attempt kept without its captures (an
 archived campaign: they are most of its size) is read from that cache alone.
 """
 
@@ -35,6 +36,7 @@ import pandas as pd
 
 from interop_runner.analysis.bottleneck import IN_FILE, OUT_FILE, bottleneck_packets, flow_series
 from interop_runner.errors import StoreError
+from interop_runner.storage.layout import content_key, stale_sources
 from interop_runner.storage.run_record import read_run
 
 __all__ = ["FLOW_SERIES_COLUMNS", "SERIES_FILE", "SeriesOptions", "attempt_flow_series",
@@ -43,8 +45,9 @@ __all__ = ["FLOW_SERIES_COLUMNS", "SERIES_FILE", "SeriesOptions", "attempt_flow_
 #: The cache file in an attempt directory.
 SERIES_FILE = "flows.parquet"
 #: Bump when the series or its metadata change: older caches are rewritten.
-# 2: packets matched without their transport checksums; 3: a pair flow over TCP too
-SERIES_FORMAT = 3
+# 2: packets matched without their transport checksums; 3: a pair flow over TCP too;
+# 4: keyed by the SHA-256 of its sources (``sources``), not by file times
+SERIES_FORMAT = 4
 RTT_BINS = 10  # a bin is this many base RTTs by default
 MIN_BIN_MS = 100.0  # below this a bin holds too few packets to say anything
 UNKNOWN_RTT_BIN_MS = 500.0
@@ -210,10 +213,9 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _inputs(attempt_dir: Path) -> list[Path]:
-    """The files a series is made of that exist: the record and the two captures."""
-    names = ["run.json", IN_FILE, OUT_FILE, IN_FILE + ".gz", OUT_FILE + ".gz"]
-    return [attempt_dir / n for n in names if (attempt_dir / n).is_file()]
+#: The files a series is made of (the record and the two captures), relative to the
+#: attempt directory: the cache's key is their content (storage/layout.py, content_key).
+SOURCES = ("run.json", IN_FILE, OUT_FILE, IN_FILE + ".gz", OUT_FILE + ".gz")
 
 
 def _has_captures(attempt_dir: Path) -> bool:
@@ -224,12 +226,14 @@ def _has_captures(attempt_dir: Path) -> bool:
 def cached_flow_series(attempt_dir: Path | str, record: dict[str, Any] | None = None,
                        options: SeriesOptions = SeriesOptions()
                        ) -> tuple[pd.DataFrame | None, str | None]:
-    """The attempt's series and None, or None and why there is none (no flows, no captures:
-    ``path.record_packets`` off, unreadable captures). The default options' series is read
-    from ``flows.parquet`` when it is newer than the record and the captures (those that
-    are there: an archived attempt may keep the cache alone) and of this format, else made
-    and written there (not when the directory is read-only); other options' series are made
-    each time."""
+    """The attempt's series and None, or None and why there is none (no flows; no captures:
+    ``path.record_packets`` off, or on and the captures not in this copy of the results
+    without a cache that stands in; unreadable captures). The default options' series is
+    read from ``flows.parquet`` when it was made from the bytes of the record and the
+    captures there now (SHA-256, whatever the files' times: a copied tree keeps it; an
+    archived attempt may keep the cache alone) and is of this format, else made and written
+    there (not when the directory is read-only); other options' series are made each
+    time."""
     attempt_dir = Path(attempt_dir)
     try:
         record = read_run(attempt_dir / "run.json") if record is None else record
@@ -239,49 +243,74 @@ def cached_flow_series(attempt_dir: Path | str, record: dict[str, Any] | None = 
         return None, "no flows in the record"
     cache = attempt_dir / SERIES_FILE
     default = options == SeriesOptions()
+    key = content_key(attempt_dir, SOURCES) if default else {}
+    why = "a series of other options is made from them"
     if default:
-        cached = _read_cache(cache, _inputs(attempt_dir), options)
+        cached, why = _read_cache(cache, key, options)
         if cached is not None:
             return cached, None
     if not _has_captures(attempt_dir):
-        return None, "no bottleneck captures (path.record_packets off)"
+        return None, _no_captures(record, why)
     try:
         series = attempt_flow_series(attempt_dir, record, options)
     except StoreError as exc:
         return None, f"captures unreadable: {str(exc).splitlines()[0][:200]}"
     if default:
-        _write_cache(cache, series, options)
+        _write_cache(cache, series, options, key)
     return series, None
+
+
+def _no_captures(record: dict[str, Any], why: str) -> str:
+    """Why an attempt without its captures has no series: they were never recorded, or the
+    record says they were (``path.record_packets``) and they are not in this copy of the
+    results, nor a cache that stands in for them (``why`` not)."""
+    path = record.get("path")
+    config = path.get("config") if isinstance(path, dict) else None
+    if not (isinstance(config, dict) and config.get("record_packets") is True):
+        return "no bottleneck captures (path.record_packets off)"
+    return (f"bottleneck captures not in this copy of the results (path.record_packets was "
+            f"on) and {why}")
 
 
 _META = b"qir.flow_series"
 
 
-def _read_cache(cache: Path, inputs: list[Path], options: SeriesOptions
-                ) -> pd.DataFrame | None:
-    """The cached series when it is fresh and of these options, else None."""
+def _read_cache(cache: Path, key: dict[str, str], options: SeriesOptions
+                ) -> tuple[pd.DataFrame | None, str]:
+    """The cached series when it was made from the sources of ``key`` (their bytes now),
+    in this format and with these options; else None and why it is not (for a reason)."""
     import pyarrow.parquet as pq
 
+    if not cache.is_file():
+        return None, f"no {SERIES_FILE}"
     try:
-        if cache.stat().st_mtime_ns < max(p.stat().st_mtime_ns for p in inputs):
-            return None
         table = pq.read_table(cache)
         meta = json.loads(table.schema.metadata[_META])
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        meta = None
+    if not isinstance(meta, dict):
+        return None, f"{SERIES_FILE} unreadable"
     if meta.get("format") != SERIES_FORMAT or meta.get("options") != asdict(options):
-        return None
+        return None, (f"{SERIES_FILE} of format {meta.get('format')!r}, not {SERIES_FORMAT}, "
+                      f"or of other options")
+    stored = meta.get("sources")
+    stale = stale_sources(stored if isinstance(stored, dict) else {}, key)
+    if stale:
+        return None, f"{SERIES_FILE} not made from these bytes of {', '.join(stale)}"
     frame: pd.DataFrame = table.to_pandas().astype(FLOW_SERIES_COLUMNS)
     frame.attrs.update(meta["attrs"])
-    return frame
+    return frame, ""
 
 
-def _write_cache(cache: Path, series: pd.DataFrame, options: SeriesOptions) -> None:
-    """Store the series (a temporary file renamed into place); a read-only tree: nothing."""
+def _write_cache(cache: Path, series: pd.DataFrame, options: SeriesOptions,
+                 key: dict[str, str]) -> None:
+    """Store the series keyed by its sources' content (a temporary file renamed into
+    place); a read-only tree: nothing."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    meta = {"format": SERIES_FORMAT, "options": asdict(options), "attrs": series.attrs}
+    meta = {"format": SERIES_FORMAT, "options": asdict(options), "sources": key,
+            "attrs": series.attrs}
     table = pa.Table.from_pandas(series, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            _META: json.dumps(meta).encode()})

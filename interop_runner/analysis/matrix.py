@@ -34,6 +34,47 @@ GOODPUT_CMAP = "viridis"
 COST_CMAP = "viridis_r"
 
 
+# a heatmap's colour scale spans at least this share of its median: cells within 0.3 % of
+# each other are one colour, not yellow to dark purple (and the spread is printed)
+MIN_COLOUR_SPAN = 0.05
+
+
+def colour_limits(values: Any, min_span: float = MIN_COLOUR_SPAN
+                  ) -> tuple[float, float] | None:
+    """The colour scale of a heatmap's finite ``values``: their range, widened around their
+    median to at least ``min_span`` of it (0.05: +-2.5 %) when it is narrower, so that a
+    narrow spread does not stretch over the whole colour map. None without a finite value."""
+    spread = _spread(values)
+    if spread is None:
+        return None
+    low, high, middle = spread
+    half = min_span * abs(middle) / 2
+    return min(low, middle - half), max(high, middle + half)
+
+
+def narrow_spread(values: Any, min_span: float = MIN_COLOUR_SPAN) -> str | None:
+    """``cells within 0.3 % (19.1-19.2)`` when the finite ``values`` spread over less than
+    ``min_span`` of their median (:func:`colour_limits` widened the scale), else None."""
+    spread = _spread(values)
+    if spread is None or spread[0] == spread[1]:  # one value (or one cell): no spread
+        return None
+    low, high, middle = spread
+    if not middle or high - low >= min_span * abs(middle):
+        return None
+    return f"cells within {100 * (high - low) / abs(middle):.1f} % ({low:.4g}-{high:.4g})"
+
+
+def _spread(values: Any) -> tuple[float, float, float] | None:
+    """Minimum, maximum and median of the finite values; None without one."""
+    import numpy as np
+
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size:
+        return None
+    return float(finite.min()), float(finite.max()), float(np.median(finite))
+
+
 def median_matrix(frame: pd.DataFrame, value: str = GOODPUT) -> pd.DataFrame:
     """Median of ``value`` over the ok attempts that have it: rows = servers, columns =
     clients (every server and client of the frame). A pair without such an attempt is <NA>."""
@@ -135,7 +176,8 @@ def plot_matrix(frame: pd.DataFrame, ax: "Axes | None" = None, *, title: str | N
         ax = _new_axes(medians)
     image = _draw_cells(ax, medians, status_matrix(frame, value), cmap, number, limits)
     colorbar: Any = ax.figure.colorbar(image, ax=ax)
-    colorbar.set_label(label)
+    spread = narrow_spread(medians.to_numpy(dtype=float, na_value=float("nan")))
+    colorbar.set_label(label + (f"\n{spread}" if spread else ""))
     default = "Goodput" if value == GOODPUT else value
     ax.set_title(title or f"{default} per server x client")
     return ax
@@ -158,7 +200,6 @@ def cost_heatmap(frame: pd.DataFrame, metric: str = "cpu_s_per_gib"
     """The report's CPU cost view: one panel per side (server above client), one colour scale,
     and per pair the ok attempts and the median cost per side and in total. No figure (and an
     empty frame) when no attempt has a cost."""
-    import numpy as np
     from matplotlib.figure import Figure
 
     costs = with_costs(frame, metric)
@@ -167,7 +208,7 @@ def cost_heatmap(frame: pd.DataFrame, metric: str = "cpu_s_per_gib"
     if table.empty or not table[columns[:2]].notna().to_numpy().any():
         return table.iloc[0:0], None
     drawn = table[columns[:2]].to_numpy(dtype=float, na_value=float("nan"))
-    limits = (float(np.nanmin(drawn)), float(np.nanmax(drawn)))
+    limits = colour_limits(drawn)
     servers, clients = costs["server"].nunique(), costs["client"].nunique()
     # panels stacked: as wide as the goodput heatmap, so the report shows the two side by side
     fig = Figure(figsize=(max(4.5, 0.9 * clients + 2.5), 2 * max(3.5, 0.7 * servers + 1.5)),
@@ -204,7 +245,7 @@ def _draw_cells(ax: "Axes", medians: pd.DataFrame, labels: pd.DataFrame, cmap: s
     import numpy as np
 
     values = medians.to_numpy(dtype=float, na_value=np.nan)
-    vmin, vmax = limits if limits is not None else (None, None)
+    vmin, vmax = limits or colour_limits(values) or (None, None)
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto",
                       vmin=vmin, vmax=vmax)
     ax.set_facecolor("#dddddd")  # pairs without a value

@@ -9,7 +9,7 @@ import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -34,21 +34,24 @@ from interop_runner.analysis.frame import (
     NumericRows,
     Segment,
     base_overlap,
+    merge_chunks,
     pooled_chunks,
 )
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
 from interop_runner.analysis.path_columns import path_values
 from interop_runner.config.sweep import slug
-from interop_runner.errors import StoreError
+from interop_runner.errors import DamagedResults, StoreError
 from interop_runner.monitors import declared_columns
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
-from interop_runner.storage.layout import iter_run_files, write_json_atomic
+from interop_runner.storage.layout import content_key, iter_run_files, write_json_atomic
 from interop_runner.storage.run_record import STATUSES, read_run_versioned
 
-__all__ = ["COLUMNS", "load_results", "summarize"]
+__all__ = ["COLUMNS", "damaged_files", "load_results", "refuse_damaged", "summarize"]
 
 CACHE_DIR = ".cache"
-CACHE_VERSION = 5
+CACHE_VERSION = 6  # 6: keyed by its sources' content, paths relative to the campaign
+UNREADABLE = "unreadable "  # how the reason of an unreadable document's row starts
+DAMAGED_SHOWN = 20  # damaged files named one by one before "and N more"
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ def parse_attempt(path: Path) -> ParsedAttempt:
     try:
         data, stored_version = read_run_versioned(path)
     except (OSError, ValueError, StoreError) as exc:
-        return ParsedAttempt(_unreadable_row(path, exc), None, {}, frozenset())
+        return _unreadable(path, exc)
     row = _base_row(data, path)
     segments, missing = monitor_segments(path.parent, data)
     row["monitors_missing"] = "; ".join(missing) or None
@@ -127,18 +130,57 @@ def parse_attempt(path: Path) -> ParsedAttempt:
 
 
 def _unreadable_row(path: Path, exc: Exception) -> dict[str, Any]:
-    """The row of a run.json that cannot be read: its place in the tree and why, no values."""
+    """The row of a stored document that cannot be read, an attempt's run.json or the
+    campaign's campaign.json: its place in the tree (``path``, its directory) and why
+    (``reason``: ``unreadable <name>: <what is wrong>``), no status, no values
+    (:func:`damaged_files`)."""
     row: dict[str, Any] = dict.fromkeys(BASE_KEYS)
     parts = path.parent.parts  # .../<server>_<client>/<testcase>/[<variant>/]<rep>/attempt-<n>
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    # the file is named by the row's path, not again in its reason (which a copy of the
+    # tree keeps in its cache: the path column moves with the copy, the text would not)
+    message = message.removeprefix(f"{path}: ")
+    # 200 characters past a path still in it, so that a deep results directory never cuts
+    # off why it was unreadable
+    limit = 200 + (len(str(path)) if str(path) in message else 0)
     row.update(path=str(path.parent), status=None,
-               # the message names the file: 200 characters past its path, so that a deep
-               # results directory never cuts off why it was unreadable
-               reason=f"unreadable run.json: "
-                      f"{str(exc).splitlines()[0][:len(str(path)) + 200]}",
-               monitors_missing="run.json unreadable")
+               reason=f"{UNREADABLE}{path.name}: {message[:limit]}",
+               monitors_missing=f"{path.name} unreadable")
     if len(parts) >= 3 and parts[-1].startswith("attempt-") and parts[-2].isdecimal():
         row["repetition"], row["attempt"] = int(parts[-2]), int(parts[-1][8:] or 0)
     return row
+
+
+def _unreadable(path: Path, exc: Exception) -> ParsedAttempt:
+    """An unreadable document as an attempt of the frame: a row without values."""
+    return ParsedAttempt(_unreadable_row(path, exc), None, {}, frozenset())
+
+
+def damaged_files(frame: pd.DataFrame) -> list[str]:
+    """One line per stored document below the loaded results that could not be read (a
+    torn, empty or foreign run.json or campaign.json): the file and what is wrong with it.
+    Such a row has no status, neither a pass nor an ordinary failure: the commands refuse a
+    verdict on it (:func:`refuse_damaged`)."""
+    if frame.empty or not {"reason", "status", "path"} <= set(frame.columns):
+        return []
+    reasons = frame["reason"].astype("string")
+    damaged = (frame["status"].isna() & reasons.str.startswith(UNREADABLE).fillna(False)
+               ).to_numpy(bool)
+    lines = []
+    for directory, reason in zip(frame["path"][damaged], reasons[damaged]):
+        name, _, what = str(reason).removeprefix(UNREADABLE).partition(": ")
+        lines.append(f"{Path(str(directory)) / name}: {what}")
+    return lines
+
+
+def refuse_damaged(*frames: pd.DataFrame) -> None:
+    """Raise :class:`~interop_runner.errors.DamagedResults` when a frame holds a damaged
+    document: one line each for the first :data:`DAMAGED_SHOWN`, then how many more."""
+    lines = [line for frame in frames for line in damaged_files(frame)]
+    if lines:
+        more = len(lines) - DAMAGED_SHOWN
+        raise DamagedResults(lines[:DAMAGED_SHOWN] + (
+            [f"and {more} more damaged file(s)"] if more > 0 else []))
 
 
 def _numeric(attempt: ParsedAttempt, hosts: dict[str, Any]) -> list[Segment]:
@@ -175,9 +217,14 @@ def _chunk(files: list[Path], ctx: CampaignContext) -> Chunk:
     return chunk_of_attempts([parse_attempt(path) for path in files], ctx)
 
 
-def _parse(files: list[Path], ctx: CampaignContext) -> pd.DataFrame:
-    """Parse attempts (in a process pool for large campaigns) into the results frame."""
-    return results_frame(*pooled_chunks(_chunk, files, ctx))
+def _parse(files: list[Path], ctx: CampaignContext,
+           unreadable: list[ParsedAttempt] | None = None) -> pd.DataFrame:
+    """Parse attempts (in a process pool for large campaigns) into the results frame, with
+    the rows of ``unreadable`` documents (a damaged campaign.json) after them."""
+    chunks = [pooled_chunks(_chunk, files, ctx)]
+    if unreadable:
+        chunks.append(chunk_of_attempts(unreadable, ctx))
+    return results_frame(*merge_chunks(chunks))
 
 
 _BASE_VALUES = operator.itemgetter(*BASE_KEYS)
@@ -225,23 +272,33 @@ def _code_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def campaign_signature(campaign_dir: Path) -> dict[str, Any] | None:
-    """What the cache is valid for: campaign.json of a campaign that is no longer running,
-    and the code that parsed it."""
-    meta_file = campaign_dir / "campaign.json"
+def campaign_signature(campaign_dir: Path, records: list[str]) -> dict[str, Any] | None:
+    """What the cache is valid for: the bytes of campaign.json and of the run.json files it
+    is made from (``records``, relative to the campaign: :func:`record_names`) by their
+    SHA-256 (storage/layout.py: a copy of the tree keeps its cache, a record damaged,
+    rewritten or removed since voids it), of a campaign that is no longer running, and the
+    code that parsed them. A record added without campaign.json changing is not seen (a
+    resumed campaign rewrites campaign.json)."""
     try:
-        stat = meta_file.stat()
-        meta = read_campaign(meta_file)
+        meta = read_campaign(campaign_dir / "campaign.json")
     except (OSError, ValueError, StoreError):
         return None
     if meta.get("status") == "running":
         return None
-    return {"version": CACHE_VERSION, "code": _code_version(), "mtime_ns": stat.st_mtime_ns,
-            "size": stat.st_size}
+    # one digest over every (file, digest): checked without walking the tree
+    key = json.dumps(content_key(campaign_dir, ["campaign.json", *records]), sort_keys=True)
+    return {"version": CACHE_VERSION, "code": _code_version(), "records": records,
+            "sources": hashlib.sha256(key.encode()).hexdigest()}
+
+
+def record_names(campaign_dir: Path, files: list[Path]) -> list[str]:
+    """The run.json files of a campaign (:func:`campaign_run_files`) relative to it."""
+    return [str(path.relative_to(campaign_dir)) for path in files]
 
 
 def campaign_context(campaign_dir: Path) -> CampaignContext:
-    """Host facts (per testbed when there were several) and the monitors of campaign.json."""
+    """Host facts (per testbed when there were several) and the monitors of campaign.json
+    (none when it is unreadable: :func:`unreadable_campaign` makes that a row)."""
     try:
         meta = read_campaign(campaign_dir / "campaign.json")
     except (OSError, ValueError, StoreError):
@@ -249,6 +306,17 @@ def campaign_context(campaign_dir: Path) -> CampaignContext:
     monitors = (meta.get("config") or {}).get("monitors") or []
     return CampaignContext(hosts_of_campaign(meta, campaign_dir),
                            tuple(m for m in monitors if isinstance(m, str)))
+
+
+def unreadable_campaign(campaign_dir: Path) -> list[ParsedAttempt]:
+    """The row of a damaged campaign.json (``[]`` when it reads): its attempts still load,
+    without the host facts, and the damage is not silent (:func:`damaged_files`)."""
+    path = campaign_dir / "campaign.json"
+    try:
+        read_campaign(path)
+    except (OSError, ValueError, StoreError) as exc:
+        return [_unreadable(path, exc)]
+    return []
 
 
 def campaign_run_files(campaign_dir: Path) -> list[Path]:
@@ -266,12 +334,31 @@ def write_cache(campaign_dir: Path, frame: pd.DataFrame, signature: dict[str, An
     try:
         (campaign_dir / CACHE_DIR).mkdir(exist_ok=True)
         tmp = cache.with_suffix(".tmp")
-        _write_frame(frame, tmp)
+        _write_frame(_relocated(frame, lambda p: _below(p, campaign_dir)), tmp)
         os.replace(tmp, cache)
         write_json_atomic(cache.with_suffix(".json"), signature, overwrite=True)
     except OSError:
         return False
     return True
+
+
+def _relocated(frame: pd.DataFrame, place: Callable[[str], str]) -> pd.DataFrame:
+    """The frame (a shallow copy) with each attempt's ``path`` through ``place``: the cache
+    keeps them relative to the campaign, so that the cache of a copied tree (kept: it is
+    keyed by content) names the copy's attempts, not the original's."""
+    if "path" not in frame.columns:
+        return frame
+    out = frame.copy(deep=False)
+    out["path"] = frame["path"].map(place, na_action="ignore").astype(frame["path"].dtype)
+    return out
+
+
+def _below(path: str, campaign_dir: Path) -> str:
+    """``path`` relative to the campaign directory (as it was, when not below it)."""
+    try:
+        return str(Path(path).relative_to(campaign_dir))
+    except ValueError:
+        return path
 
 
 # The cache keeps the float64 columns (the monitor values, over a thousand) as one block:
@@ -332,16 +419,31 @@ def _with_units(frame: pd.DataFrame, meta: dict[bytes, bytes]) -> pd.DataFrame:
     return frame
 
 
-def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
+def _cached(campaign_dir: Path) -> pd.DataFrame | None:
+    """The campaign's cached frame when its signature holds now: the bytes of the files it
+    was made from are those it was made from (no walk of the tree), else None."""
     cache = campaign_dir / CACHE_DIR / "attempts.parquet"
-    signature = campaign_signature(campaign_dir) if use_cache else None
-    if signature is not None and cache.exists():
-        try:
-            if json.loads(cache.with_suffix(".json").read_text()) == signature:
-                return _read_frame(cache)
-        except (OSError, ValueError, KeyError, IndexError):
-            pass  # an unreadable cache is parsed again
-    frame = _parse(campaign_run_files(campaign_dir), campaign_context(campaign_dir))
+    try:
+        stored = json.loads(cache.with_suffix(".json").read_text())
+        records = stored.get("records")
+        if not (isinstance(records, list) and all(isinstance(r, str) for r in records)):
+            return None
+        if stored == campaign_signature(campaign_dir, records) and cache.is_file():
+            return _relocated(_read_frame(cache), lambda p: str(campaign_dir / p))
+    except (OSError, ValueError, KeyError, IndexError, AttributeError):
+        pass  # an unreadable cache is parsed again
+    return None
+
+
+def _load_campaign(campaign_dir: Path, use_cache: bool) -> pd.DataFrame:
+    cached = _cached(campaign_dir) if use_cache else None
+    if cached is not None:
+        return cached
+    files = campaign_run_files(campaign_dir)
+    # taken before parsing: a record rewritten meanwhile voids the cache written below
+    signature = campaign_signature(campaign_dir, record_names(campaign_dir, files)) \
+        if use_cache else None
+    frame = _parse(files, campaign_context(campaign_dir), unreadable_campaign(campaign_dir))
     if signature is not None:
         write_cache(campaign_dir, frame, signature)
     return frame
@@ -406,9 +508,28 @@ def _median_of_ok(group: pd.DataFrame, column: str) -> Any:
     return values.median() if len(values) else pd.NA
 
 
+FLOW_SET = "flows"  # the server of a set of flows' cell (its directories: flows_<set>)
+
+
+def label_flow_sets(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with the attempts of a set of flows labelled by its flows: ``server``
+    :data:`FLOW_SET` and ``client`` the set's label as the campaign named it (``cell_client``,
+    e.g. ``tcp-reno+quic-go-reno``), not by the set's first QUIC pair, which its record
+    names. Other attempts are left as they are."""
+    if "flow_count" not in frame.columns or "cell_client" not in frame.columns:
+        return frame
+    sets = (frame["flow_count"].notna() & frame["cell_client"].notna()).to_numpy(dtype=bool)
+    if not sets.any():
+        return frame
+    return frame.assign(server=frame["server"].mask(sets, FLOW_SET),
+                        client=frame["client"].mask(sets, frame["cell_client"]))
+
+
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per pair (and sweep variant): attempts, counts per status, median/min/max goodput of
-    the ok attempts (Mbit/s) and their median CPU cost per side (CPU-s/GiB)."""
+    """Per pair, or set of flows (:func:`label_flow_sets`), and sweep variant: attempts,
+    counts per status, median/min/max goodput of the ok attempts (Mbit/s) and their median
+    CPU cost per side (CPU-s/GiB)."""
+    frame = label_flow_sets(frame)
     out = []
     swept = "variant" in frame.columns and frame["variant"].notna().any()
     keys = ["server", "client"] + (["variant"] if swept else [])

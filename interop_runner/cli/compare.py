@@ -14,7 +14,8 @@ conformance of campaigns with flow sets (:mod:`interop_runner.analysis.ab.confor
 writes the rendered terminal table, Markdown (for a pull request comment) or JSON, and sets
 the exit status: 5 when any cell is ``slower``, any side's CPU cost per byte ``costlier`` or
 any flow's conformance ``worse`` (for CI gating), 0 otherwise, 2 for a usage error (one line
-on stderr, no traceback).
+on stderr, no traceback) or a damaged ``run.json`` / ``campaign.json`` on either side (one
+line each naming the file and what is wrong: no verdict, never a pass).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ DESCRIPTION = (
     "flow sets, each QUIC flow's conformance against the kernel's congestion control (per "
     "attempt, a difference of shares): 'better'/'worse'/'no change'/'inconclusive'. Exit "
     "status: 0, or 5 when any cell is slower, costlier or worse (CI gate; --ignore-cpu, "
-    "--ignore-conformance leave those out); 2 for usage errors. Details: docs/compare.md.")
+    "--ignore-conformance leave those out); 2 for usage errors and for a damaged run.json or "
+    "campaign.json on either side (each named: no verdict). Details: docs/compare.md.")
 
 
 def register(subparsers: Any) -> None:
@@ -155,6 +157,18 @@ def _load(directory: Path) -> "pd.DataFrame":
     return frame
 
 
+def _load_sides(args: argparse.Namespace) -> "tuple[pd.DataFrame, pd.DataFrame | None]":
+    """Both sides' frames (B: None with --variants); a damaged run.json or campaign.json on
+    either side is no verdict: every one named, exit 2 (not 5, nor a pass; before the host
+    facts, which a damaged campaign.json would only show as different)."""
+    from interop_runner.analysis.results import refuse_damaged
+
+    frame_a = _load(args.a)
+    frame_b = _load(args.b) if args.variants is None else None
+    refuse_damaged(frame_a, *([] if frame_b is None else [frame_b]))
+    return frame_a, frame_b
+
+
 class _Sides:
     """What is compared: the comparison to run on a pair of frames (the goodput, and each
     side's CPU cost through :func:`~interop_runner.analysis.ab.cost.compare_cost`), the
@@ -168,15 +182,13 @@ class _Sides:
         )
 
         self.args, self.stats = args, stats
-        self.frame_a = _load(args.a)
-        self.frame_b: "pd.DataFrame | None" = None
+        self.frame_a, self.frame_b = _load_sides(args)
         self.differences: list[str] = []
         if args.variants is None:
             self.differences = facts_differences(campaign_hosts(args.a), campaign_hosts(args.b))
             if self.differences and not args.force:
                 raise UserError(f"{facts_message(self.differences)}: the campaigns are not "
                                 f"comparable; --force compares them anyway")
-            self.frame_b = _load(args.b)
 
     def compare(self, fa: "pd.DataFrame", fb: "pd.DataFrame | None") -> "pd.DataFrame":
         """The comparison of ``fa`` with ``fb`` (variants: within ``fa``)."""

@@ -31,7 +31,9 @@ DEFAULT_RESULTS = Path("results")
 METRICS = ("goodput_mbps", "server_cpu_s_per_gib", "client_cpu_s_per_gib",
            "server_cycles_per_byte", "client_cycles_per_byte")
 # the figures of the conformance series (analysis.history.series.CONFORMANCE_METRICS)
-CONFORMANCE_METRICS = ("conformance", "conformance_t", "delta_throughput", "delta_delay")
+CONFORMANCE_METRICS = ("conformance", "conformance_t", "delta_throughput", "delta_delay",
+                       "conformance_same_run", "conformance_t_same_run",
+                       "delta_throughput_same_run", "delta_delay_same_run")
 
 DESCRIPTION = (
     "Goodput and CPU cost over campaigns. `ingest` puts finished campaign directories into an "

@@ -1,7 +1,7 @@
 """Command line: the parser, the dispatch to one module per command group, exit codes.
 
 The commands live in :mod:`.run` (``run``), :mod:`.testbed` (``testbed``), :mod:`.results`
-(``validate``, ``list``, ``parse``, ``matrix``), :mod:`.report`, :mod:`.compare`,
+(``validate``, ``list``, ``parse``, ``matrix``), :mod:`.summary`, :mod:`.report`, :mod:`.compare`,
 :mod:`.sources` and :mod:`.history`; this module only wires them together and turns the errors
 they raise into one ``error:`` line on stderr and an exit code.
 """
@@ -23,10 +23,12 @@ from interop_runner.cli import (
     results,
     run,
     sources,
+    summary,
     testbed,
 )
 from interop_runner.errors import (
     ConfigError,
+    DamagedResults,
     ExecutorError,
     KnobError,
     PathError,
@@ -41,9 +43,10 @@ from interop_runner.storage.layout import private_umask
 
 EPILOG = ("Run `run.py <command> --help` for the options of each command. Exit codes: 0 done, "
           "1 runtime error (node, SSH, preflight), 2 invalid configuration (also an unreachable "
-          "node or a wrong host key before anything ran), 3 testbed not healthy (testbed status), "
-          "4 campaign finished without any successful attempt, 5 compare found a slower cell or "
-          "a costlier CPU cost per byte (CI gate), "
+          "node or a wrong host key before anything ran; compare, report, parse and matrix: a "
+          "damaged run.json or campaign.json, each named), 3 testbed not healthy (testbed "
+          "status), 4 campaign finished without any successful attempt, 5 compare found a "
+          "slower cell or a costlier CPU cost per byte (CI gate), "
           "or history check found an open regression, 130 interrupted.")
 
 # Exit code 1: runtime errors (OSError: e.g. --results-dir names a file).
@@ -56,6 +59,7 @@ Command = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, Command] = {
     "run": run.cmd_run, "validate": results.cmd_validate, "testbed": testbed.cmd_testbed,
     "list": results.cmd_list, "parse": results.cmd_parse, "matrix": results.cmd_matrix,
+    "summary": summary.cmd_summary,
     "report": report.cmd_report, "compare": compare.command, "sources": sources.cmd_sources,
     "history": history.cmd_history, "notebooks": notebooks.cmd_notebooks,
     "path": path.cmd_path,
@@ -81,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     results.register_list(sub)
     results.register_parse(sub)
     results.register_matrix(sub)
+    summary.register(sub)
     report.register(sub)
     compare.register(sub)
     sources.register(sub)
@@ -100,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     private_umask()  # results, caches, reports and journals stay private to the user
     try:
         code = COMMANDS[args.command](args) or ExitCode.OK
-    except ConfigError as exc:
+    except (ConfigError, DamagedResults) as exc:  # one line per problem (per damaged file)
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
         code = ExitCode.USAGE

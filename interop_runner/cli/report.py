@@ -14,7 +14,8 @@ DESCRIPTION = ("Write OUT_DIR/report.html, a self-contained page (figures embedd
                "statistics per pair and variant, every analysis view that has data, failures "
                "with their reasons, implementation versions, host facts, the configuration, "
                "and a notice when TLS key logs are stored. Every figure is also written as PNG "
-               "and SVG to OUT_DIR/figures/.")
+               "and SVG to OUT_DIR/figures/. A damaged run.json is listed under Failures and "
+               "named on stderr, exit 2; a damaged campaign.json is refused (exit 2).")
 
 
 def register(subparsers: "argparse._SubParsersAction[Any]") -> argparse.ArgumentParser:
@@ -48,7 +49,9 @@ def history_db(args: argparse.Namespace) -> Path | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Run the command; user errors are one ``error:`` line and exit code 2."""
+    """Run the command; user errors are one ``error:`` line and exit code 2, and so is each
+    damaged run.json after the report was written (it lists them under Failures)."""
+    from interop_runner.analysis.results import refuse_damaged
     from interop_runner.errors import ReportError, UserError
     from interop_runner.report.build import build_report
 
@@ -70,4 +73,5 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"note: {len(report.keylogs)} TLS key log file(s) in these results (see the "
               f"report)", file=sys.stderr)
     print(f"report: {report.html_file}  (figures: {report.html_file.parent / 'figures'})")
+    refuse_damaged(*(campaign.frame for campaign in report.campaigns))  # never a pass
     return ExitCode.OK

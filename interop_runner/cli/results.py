@@ -91,8 +91,11 @@ def print_matrix(frame: "pd.DataFrame") -> None:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    """Write the attempts below the result directories as Parquet or CSV."""
+    """Write the attempts below the result directories as Parquet or CSV; a damaged
+    run.json or campaign.json is a row without status (its reason names the file), then one
+    ``error:`` line each and exit 2."""
     from interop_runner.analysis import load_results
+    from interop_runner.analysis.results import refuse_damaged
 
     frame = load_results(*args.results)
     suffix = args.output.suffix.lower()
@@ -103,12 +106,16 @@ def cmd_parse(args: argparse.Namespace) -> int:
     else:
         raise UserError(f"{args.output}: output must end in .parquet or .csv")
     print(f"{args.output}: {len(frame)} attempt(s)")
+    refuse_damaged(frame)  # the table is written; the damage is never a pass
     return ExitCode.OK
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    """Print the goodput (or CPU cost) matrix; with ``-o`` also draw it as a heatmap."""
+    """Print the goodput (or CPU cost) matrix; with ``-o`` also draw it as a heatmap. A
+    damaged run.json or campaign.json: the matrix of the others, then one ``error:`` line
+    each and exit 2."""
     from interop_runner.analysis import load_results
+    from interop_runner.analysis.results import refuse_damaged
 
     frame = load_results(*args.results)
     if frame.empty:
@@ -122,6 +129,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print(cost_matrices_text(frame, metric))
     if args.output is not None:
         _save_heatmap(_heatmap(frame, metric), args.output)
+    refuse_damaged(frame)  # never a matrix that passes for complete
     return ExitCode.OK
 
 

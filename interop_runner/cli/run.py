@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interop_runner.cli.results import print_matrix
 from interop_runner.cli.testbed import ensure_local_testbed
 from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
 from interop_runner.errors import UserError
@@ -212,14 +211,11 @@ def _progress(args: argparse.Namespace, campaign: "Campaign") -> "ProgressBar | 
 
 def _print_result(result: "CampaignResult") -> int:
     """The summary table (and the matrix); exit 4 when no attempt was ok."""
-    from interop_runner.analysis import load_results, summarize  # pandas: only after a run
+    from interop_runner.analysis import load_results  # pandas: only after a run
+    from interop_runner.report.results_text import run_summary_text
 
     frame = load_results(result.directory)
-    table = summarize(frame)
-    print(table.to_string(index=False, na_rep="n/a", float_format=lambda v: f"{v:.1f}"))
-    swept = "variant" in frame.columns and frame["variant"].notna().any()
-    if not swept and (frame["server"].nunique() > 1 or frame["client"].nunique() > 1):
-        print_matrix(frame)  # (with a sweep the table above is already per variant)
+    print(run_summary_text(frame))
     print(f"\nresults: {result.directory}  ({len(frame)} attempt(s), "
           f"{result.wall_s:.1f} s wall time; goodput in Mbit/s; CPU cost in CPU-s/GiB: user + "
           "system seconds of each side's processes per GiB delivered)")

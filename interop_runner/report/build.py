@@ -1,6 +1,8 @@
 """One self-contained HTML page about one or more campaigns (``run.py report``).
 
-The page has, per campaign: its run bookkeeping, every analysis view that has data (figures
+A page of several campaigns leads with one table of every campaign's cells (the table that
+ended each run, :func:`~interop_runner.report.tables.campaigns_table`). The page has, per
+campaign: its run bookkeeping, every analysis view that has data (figures
 embedded as base64 SVG, the data behind each figure in a collapsed table), then the long
 per-cell tables (folded when long): a summary (:func:`cell_stats` per pair and sweep variant,
 failures counted, CPU cost per side) and the failed attempts with their

@@ -133,26 +133,31 @@ def _method(result: pd.DataFrame) -> str:
     return f"{method} ({reason})" if reason else method
 
 
+def _finite(value: Any) -> bool:
+    """A number to show: not None, <NA> (a nullable column's NA cell), NaN nor infinite."""
+    return value is not None and value is not pd.NA and math.isfinite(float(value))
+
+
 def _pct(value: Any, signed: bool = True) -> str:
-    if value is None or not math.isfinite(float(value)):
+    if not _finite(value):
         return "n/a"
     return f"{100 * float(value):+.1f}" if signed else f"{100 * float(value):.1f}"
 
 
 def _num(value: Any, fmt: str) -> str:
-    if value is None or not math.isfinite(float(value)):
+    if not _finite(value):
         return "n/a"
     return format(float(value), fmt)
 
 
 def _p(value: Any) -> str:
-    if value is None or not math.isfinite(float(value)):
+    if not _finite(value):
         return "n/a"
     return "<0.0001" if float(value) < 1e-4 else f"{float(value):.4f}"
 
 
 def _ci(row: Any) -> str:
-    if not (math.isfinite(row["ci_low"]) and math.isfinite(row["ci_high"])):
+    if not (_finite(row["ci_low"]) and _finite(row["ci_high"])):
         return "n/a"
     return f"[{_pct(row['ci_low'])}, {_pct(row['ci_high'])}] %"
 

@@ -2,7 +2,8 @@
 of a congestion control against the kernel's (:mod:`interop_runner.analysis.ab.conformance`)
 as a terminal table, Markdown for a pull request comment and JSON, and the Markdown table of
 a side's figures (:func:`cells_markdown`: stack, CC, buffer, RTT, Conformance,
-Conformance-T, Δ-throughput, Δ-delay, trials, why missing).
+Conformance-T and its seed spread, Δ-throughput, Δ-delay, trials, why missing, then the same
+figures against the kernel flow of the same attempts).
 
 Pure functions of the result frames; docs/compare.md ("Conformance") and docs/conformance.md
 ("For maintainers") say what the numbers are.
@@ -33,10 +34,19 @@ VERDICT_ORDER = ("worse", "better", "no change", "inconclusive")
 HEADING = ("Conformance against the kernel (paper 000 §3; 0..1, higher is closer to the "
            "kernel's): per attempt, the QUIC flow against that attempt's kernel TCP flow of "
            "its congestion control; better/worse by the goodput rule on those values")
-# a side's figures: column of the compare result (before _a/_b) -> heading
+# a side's figures: column of the compare result (before _a/_b) -> heading; without a
+# suffix against the kernel-vs-kernel runs (paper 000's reference), then against the kernel
+# flow of the same attempts
 FIGURES = {"conformance": "Conformance", "conformance_t": "Conformance-T",
+           "conformance_t_spread": "C-T seed spread",
            "delta_throughput": "Δ-throughput Mbit/s", "delta_delay": "Δ-delay ms",
-           "trials_test": "trials", "conformance_missing": "missing"}
+           "trials_test": "trials", "conformance_missing": "missing",
+           "conformance_same_run": "C same run", "conformance_t_same_run": "C-T same run",
+           "delta_throughput_same_run": "Δ-throughput same run",
+           "delta_delay_same_run": "Δ-delay same run", "trials_test_same_run": "trials same run",
+           "conformance_same_run_missing": "missing same run"}
+_OFFSETS = ("delta_throughput", "delta_delay", "delta_throughput_same_run",
+            "delta_delay_same_run")
 AXES = {"axis_buffer": "buffer", "axis_rtt": "RTT"}  # the axes the paper's cells have
 
 
@@ -111,8 +121,10 @@ def _verdict_frame(result: pd.DataFrame) -> pd.DataFrame:
     keys = _key_columns(result)
     return pd.DataFrame({
         **{AXES.get(k, k): result[k].astype(str) for k in keys},
-        "cell A": [_num(v, ".2f") for v in result.get("conformance_a", [math.nan] * len(result))],
-        "cell B": [_num(v, ".2f") for v in result.get("conformance_b", [math.nan] * len(result))],
+        **{name: [_num(v, ".2f") for v in result.get(column, [math.nan] * len(result))]
+           for name, column in (("cell A", "conformance_a"), ("cell B", "conformance_b"),
+                                ("same run A", "conformance_same_run_a"),
+                                ("same run B", "conformance_same_run_b"))},
         "n A/B": [f"{r.n_a}/{r.n_b}" for r in result.itertuples()],
         "median A": [_num(v, ".2f") for v in result["median_a"]],
         "median B": [_num(v, ".2f") for v in result["median_b"]],
@@ -133,8 +145,10 @@ def table(result: pd.DataFrame) -> str:
         return ""
     return "\n".join(["", HEADING, f"rule: {rule(result)}", "",
                       _verdict_frame(result).to_string(index=False), "",
-                      f"Conformance: {summary_line(result)}  (cell: all trials together; "
-                      f"median: of the per-attempt values; change: B - A)"]) + "\n"
+                      f"Conformance: {summary_line(result)}  (cell: all trials together, "
+                      f"against kernel-vs-kernel runs; same run: against the kernel flow of "
+                      f"the same attempts; median: of the per-attempt same-run values; "
+                      f"change: B - A)"]) + "\n"
 
 
 def markdown(result: pd.DataFrame) -> str:
@@ -151,8 +165,10 @@ def markdown(result: pd.DataFrame) -> str:
                   cells_markdown(side_figures(result, side)), "</details>", ""]
     lines += ["<details><summary>Method</summary>", "", _md(rule(result)) + ". Cell: "
               "Conformance of all trials together (performance envelopes intersected over "
-              "the trials); per attempt: one trial against its own kernel flow. See "
-              "docs/conformance.md.", "", "</details>", ""]
+              "the trials) against the kernel-vs-kernel runs of the congestion control on "
+              "the path (paper 000's reference), and against the kernel flow of the same "
+              "attempts (same run); per attempt: one trial against its own kernel flow. "
+              "See docs/conformance.md.", "", "</details>", ""]
     return "\n".join(lines)
 
 
@@ -166,9 +182,10 @@ def side_figures(result: pd.DataFrame, side: str) -> pd.DataFrame:
 
 def cells_markdown(cells: pd.DataFrame) -> str:
     """A Markdown table of conformance figures, one row per cell: stack, CC, buffer, RTT,
-    Conformance, Conformance-T, Δ-throughput, Δ-delay, trials and why the figures are
-    missing. ``cells``: a :func:`~interop_runner.analysis.flow_conformance.flow_conformance`
-    table (``server`` is the stack) or :func:`side_figures`."""
+    Conformance, Conformance-T, its seed spread, Δ-throughput, Δ-delay, trials, why the
+    figures are missing and the same-run Conformance, Conformance-T and Δs. ``cells``: a
+    :func:`~interop_runner.analysis.flow_conformance.flow_conformance` table (``server`` is
+    the stack) or :func:`side_figures`."""
     stack = cells["stack"] if "stack" in cells.columns else cells.get("server")
     frame = pd.DataFrame({
         "stack": _texts(stack, len(cells)),
@@ -191,10 +208,10 @@ def _figure(values: "pd.Series[Any] | None", column: str, n: int) -> list[str]:
     counts, reasons as they are (missing: ``-``)."""
     if values is None:
         return ["-"] * n
-    if column == "conformance_missing":
+    if column.endswith("_missing"):
         return _texts(values, n)
-    fmt = {"trials_test": ".0f", "delta_throughput": "+.1f", "delta_delay": "+.1f"}.get(
-        column, ".2f")
+    fmt = {"trials_test": ".0f", "trials_test_same_run": ".0f",
+           **{c: "+.1f" for c in _OFFSETS}}.get(column, ".2f")
     return ["-" if pd.isna(v) else format(float(v), fmt) for v in values]
 
 
@@ -204,7 +221,8 @@ def as_json(result: pd.DataFrame) -> dict[str, Any]:
         return {"not_compared": result.attrs["not_compared"]}
     s = CompareSettings.of(result)
     return {"unit": "share of points (0..1); change, CI and min_effect: differences B - A",
-            "value": "per-attempt conformance (one trial against its own kernel flow)",
+            "value": "per-attempt conformance_same_run (one trial against its own kernel "
+                     "flow)",
             "min_effect": s.min_effect, "method": s.method,
             "summary": {v: int((result["verdict"] == v).sum()) for v in VERDICT_ORDER},
             "cells": _records(result)}

@@ -16,8 +16,18 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from interop_runner.report.model import RenderedFigure, ReportCampaign, testbed_documents
-from interop_runner.report.tables import failures_table, summary_table, versions_table
+from interop_runner.report.model import (
+    RenderedFigure,
+    ReportCampaign,
+    Skipped,
+    testbed_documents,
+)
+from interop_runner.report.tables import (
+    campaigns_table,
+    failures_table,
+    summary_table,
+    versions_table,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,6 +37,7 @@ TALL_ROWS = 30  # longer tables scroll inside a box (headers stay visible)
 FOLD_ROWS = 12  # longer per-cell tables are folded below the figures (<details>)
 WIDE_PX = 820  # figures wider than a grid column (CSS px) span the whole row
 HISTORY_ANCHOR = "history"  # HTML id of the History section (interop_runner.report.history)
+CAMPAIGNS_ANCHOR = "campaigns"  # HTML id of the table across the campaigns
 
 CSS = """
 :root { --fg: #1d232a; --muted: #5b6670; --line: #d8dde3; --band: #f4f6f8; --accent: #1f5f99; }
@@ -58,8 +69,8 @@ figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 
 figure img { display: block; max-width: 100%; height: auto; margin: 0 auto; }
 figcaption { margin-top: 6px; }
 figcaption b { display: block; }
-ul.skipped { color: var(--muted); margin: 8px 0; }
-ul.skipped li.error { color: #c0392b; }
+p.skipped { color: var(--muted); margin: 8px 0; }
+p.skipped span.error { color: #c0392b; }
 details { margin: 6px 0; }
 summary { cursor: pointer; color: var(--accent); }
 pre { background: var(--band); padding: 10px; overflow-x: auto; font-size: 12px; }
@@ -332,12 +343,21 @@ def views_part(campaign: ReportCampaign) -> str:
     else:
         parts.append('<p class="muted">No view has data for this campaign.</p>')
     if campaign.skipped:
-        items = "".join(
-            f'<li{" class=error" if s.error else ""}>{esc(s.view.title)}: '
-            f"{'failed: ' if s.error else 'skipped, '}{esc(s.reason)}</li>"
-            for s in campaign.skipped)
-        parts.append(f'<ul class="skipped">{items}</ul>')
+        parts.append(skipped_line(campaign.skipped))
     return "".join(parts)
+
+
+def skipped_line(skipped: Sequence[Skipped]) -> str:
+    """The views not drawn, in one line: grouped by their reason, in the catalogue's order
+    (``Socket buffer sweep (Fig. 3-4), Ciphers ...: skipped, no data in this campaign;
+    ...``); failed views in red."""
+    groups: dict[tuple[bool, str], list[str]] = {}
+    for entry in skipped:
+        groups.setdefault((entry.error, entry.reason), []).append(entry.view.title)
+    items = [f'<span{" class=error" if error else ""}>{esc(", ".join(titles))}: '
+             f"{'failed: ' if error else 'skipped, '}{esc(reason)}</span>"
+             for (error, reason), titles in groups.items()]
+    return f'<p class="skipped">{"; ".join(items)}</p>'
 
 
 def summary_part(campaign: ReportCampaign) -> str:
@@ -354,6 +374,23 @@ def failures_part(campaign: ReportCampaign) -> str:
     body = folded_table(failures, "failed attempts") if len(failures) else \
         '<p class="muted">Every attempt succeeded.</p>'
     return f"<h3>Failures ({len(failures)})</h3>{body}"
+
+
+CAMPAIGNS_NOTE = ("Every cell of every campaign, as the end of each run printed it (run.py "
+                  "summary prints it again): attempts per status, goodput in Mbit/s of the "
+                  "successful attempts (median, min, max), the median CPU-s/GiB per side and "
+                  "the most common bottleneck label.")
+
+
+def campaigns_part(campaigns: Sequence[ReportCampaign]) -> str:
+    """The table across the campaigns of a report of several (folded when long); nothing
+    for one campaign (its section has the same rows)."""
+    if len(campaigns) < 2:
+        return ""
+    table = campaigns_table(campaigns)
+    return (f'<section id="{CAMPAIGNS_ANCHOR}"><h2>Campaigns</h2>'
+            f'<p class="muted">{esc(CAMPAIGNS_NOTE)}</p>'
+            f"{folded_table(table, 'cells of every campaign')}</section>")
 
 
 def page(campaigns: Sequence[ReportCampaign], keylogs: Sequence[Path], roots: Sequence[Path],
@@ -376,6 +413,6 @@ def page(campaigns: Sequence[ReportCampaign], keylogs: Sequence[Path], roots: Se
         f"{attempts} attempt(s). Goodput = 8 × file size / transfer time on the client "
         "node, in Mbit/s.</p></header>"
         + keylog_notice(keylogs, roots)
-        + f"<nav><b>Campaigns</b><ul>{toc}</ul></nav>" + history
+        + f"<nav><b>Campaigns</b><ul>{toc}</ul></nav>" + campaigns_part(campaigns) + history
         + "".join(campaign_section(c) for c in campaigns)
         + "</body></html>\n")

@@ -62,6 +62,8 @@ class Skipped:
     view: View
     reason: str
     error: bool = False
+    # too few testbeds or pairs to compare (View.needs_*): its data was not looked at
+    too_few: bool = False
 
 
 @dataclasses.dataclass
@@ -117,20 +119,28 @@ def find_campaigns(paths: Sequence[Path | str]) -> list[Path]:
             raise ReportError(f"{path}: no such directory")
         if not path.is_dir():
             raise ReportError(f"{path}: not a directory")
-        if (path / "campaign.json").is_file():
-            found.append(path)
-            continue
-        inner = sorted(d for d in path.iterdir() if (d / "campaign.json").is_file())
-        if not inner:  # a predecessor (QIR 10G) tree: one section per experiment directory
-            from interop_runner.analysis.importers.qir10g import find_qir10g_experiments
-
-            inner = find_qir10g_experiments(path)
-        if not inner:
-            raise ReportError(f"{path}: not a results directory (no campaign.json in it or "
-                              f"in its subdirectories, and no predecessor result.json)")
-        found += inner
+        try:
+            found += _campaigns_in(path)
+        except OSError as exc:  # e.g. no permission to list it
+            raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
     unique: dict[Path, None] = dict.fromkeys(p.resolve() for p in found)
     return list(unique)
+
+
+def _campaigns_in(path: Path) -> list[Path]:
+    """The campaign directories of one directory given: itself, those in it, or a
+    predecessor tree's experiment directories. Raises :class:`ReportError` for none."""
+    if (path / "campaign.json").is_file():
+        return [path]
+    inner = sorted(d for d in path.iterdir() if (d / "campaign.json").is_file())
+    if not inner:  # a predecessor (QIR 10G) tree: one section per experiment directory
+        from interop_runner.analysis.importers.qir10g import find_qir10g_experiments
+
+        inner = find_qir10g_experiments(path)
+    if not inner:
+        raise ReportError(f"{path}: not a results directory (no campaign.json in it or "
+                          f"in its subdirectories, and no predecessor result.json)")
+    return inner
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -156,12 +166,9 @@ def read_campaign_json(path: Path) -> dict[str, Any]:
         return read_campaign(path)
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: not valid JSON: {exc}") from None
-    except ValueError as exc:  # not a JSON object
-        raise ReportError(f"{path}: {exc}") from None
-    except StoreError as exc:  # SchemaError: one line naming the file and the versions
-        raise ReportError(str(exc)) from None
+    except (ValueError, StoreError) as exc:  # damaged (empty, cut short, not an object...)
+        # or SchemaError: one line naming the file and what is wrong with it
+        raise ReportError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
 
 
 def find_keylogs(directories: Iterable[Path]) -> list[Path]:
@@ -208,16 +215,70 @@ def load_campaign(directory: Path) -> ReportCampaign:
 
 
 def _load_qir10g_experiment(directory: Path) -> ReportCampaign:
-    """A predecessor experiment directory (result.json + repetition trees) as a section."""
-    from interop_runner.analysis.importers.qir10g import load_qir10g
+    """A predecessor experiment directory (result.json + repetition trees) as a section; its
+    bookkeeping is what ``load_results`` read from it (:func:`_predecessor_meta`)."""
+    from interop_runner.analysis import load_results
 
-    frame = load_qir10g(directory)
-    result = read_json(directory / "result.json")
+    read_json(directory / "result.json")  # unreadable or not JSON: one ReportError line
+    frame = load_results(directory)
     name = "/".join(directory.parts[-3:])
-    meta: dict[str, Any] = {
+    return ReportCampaign(directory, _predecessor_meta(name, frame), frame, slug=slugify(name))
+
+
+def _predecessor_meta(name: str, frame: "pd.DataFrame") -> dict[str, Any]:
+    """campaign.json's fields for a predecessor experiment, from its frame: the testbed
+    (``testbed``), the predecessor runner's commit (``qir_commit``), the implementations per
+    role with their node and version, the file size, testcase, repetitions, the runner's
+    arguments (``qir_args``) and its start and end."""
+    first: Any = frame.iloc[0] if len(frame) else {}
+
+    def value(column: str) -> Any:  # the experiment's value (one per result.json)
+        return _plain(first.get(column))
+
+    args, start, end = value("qir_args"), value("qir_start_unix"), value("qir_end_unix")
+    return {
         "campaign": name, "status": "predecessor (QIR 10G) result tree",
-        "config": {"args": result.get("args"), "servers": result.get("servers"),
-                   "clients": result.get("clients")},
-        "hosts": {}, "implementations": {},
+        "testbed": {"name": value("testbed")},
+        "runner": {"package": "QIR 10G fork", "commit": value("qir_commit")},
+        "started_at": _utc(start), "finished_at": _utc(end),
+        "wall_s": end - start if start is not None and end is not None else None,
+        "config": {"testcase": value("testcase"), "file_size": value("file_size"),
+                   "repetitions": value("qir_repetitions"),
+                   "servers": sorted({str(s) for s in frame.get("server", [])}),
+                   "clients": sorted({str(c) for c in frame.get("client", [])}),
+                   "args": json.loads(args) if isinstance(args, str) else None},
+        "hosts": {}, "implementations": _predecessor_implementations(frame),
     }
-    return ReportCampaign(directory, meta, frame, slug=slugify(name))
+
+
+def _predecessor_implementations(frame: "pd.DataFrame") -> dict[str, Any]:
+    """campaign.json's ``implementations`` (``role:name`` -> node, version) from the frame's
+    ``<role>``, ``<role>_node`` and ``<role>_version`` columns."""
+    out: dict[str, Any] = {}
+    for role in ("server", "client"):
+        columns = [c for c in (role, f"{role}_node", f"{role}_version") if c in frame.columns]
+        if role not in columns:
+            continue
+        for row in frame[columns].drop_duplicates().to_dict("records"):
+            out[f"{role}:{row[role]}"] = {"node": _plain(row.get(f"{role}_node")),
+                                          "version": _plain(row.get(f"{role}_version"))}
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A frame value as JSON holds it: numpy scalars as Python ones, NA as None."""
+    import pandas as pd
+
+    if value is None or (not isinstance(value, (list, dict)) and pd.isna(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _utc(seconds: Any) -> str | None:
+    """Unix seconds as an ISO 8601 UTC time (as campaign.json writes its times)."""
+    import datetime as dt
+
+    if seconds is None:
+        return None
+    return dt.datetime.fromtimestamp(float(seconds), dt.timezone.utc).isoformat(
+        timespec="seconds")

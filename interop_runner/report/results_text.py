@@ -1,5 +1,6 @@
-"""The text of ``run.py list`` and ``run.py matrix``: one line per implementation, and the
-server x client matrices of goodput and CPU cost.
+"""The text of ``run.py list``, ``run.py matrix`` and ``run.py summary``: one line per
+implementation, the server x client matrices of goodput and CPU cost, and the cell table that
+ends a run.
 
 Pure functions; the command line (``interop_runner/cli/results.py``) loads the registry or the
 results and prints what these return.
@@ -43,6 +44,30 @@ def _kind(meta: ImplementationMeta) -> str:
     if meta.image.build is not None:
         return f"image ({meta.image.base})"
     return "image (published)"
+
+
+def run_summary_text(frame: "pd.DataFrame") -> str:
+    """The cell table that ends a run (``run.py run``) and that ``run.py summary`` prints of
+    a stored campaign: :func:`~interop_runner.analysis.results.summarize` (one row per pair,
+    or set of flows, and sweep variant), then the goodput matrix when the campaign has
+    several servers or clients and no sweep (with a sweep the table is per variant)."""
+    from interop_runner.analysis.results import summarize
+
+    table = summarize(frame).to_string(index=False, na_rep="n/a",
+                                       float_format=lambda v: f"{v:.1f}")
+    swept = "variant" in frame.columns and frame["variant"].notna().any()
+    if not swept and (frame["server"].nunique() > 1 or frame["client"].nunique() > 1):
+        table += "\n" + goodput_matrix_text(frame)
+    return table
+
+
+def campaign_summary_text(name: str, directory: object, frame: "pd.DataFrame") -> str:
+    """``run.py summary``'s text of one stored campaign: a line naming it and its attempts,
+    then :func:`run_summary_text` (or a line saying it has no attempt)."""
+    head = f"{name}: {len(frame)} attempt(s) ({directory})"
+    if frame.empty:
+        return f"{head}\nno attempts recorded"
+    return f"{head}\n{run_summary_text(frame)}"
 
 
 def goodput_matrix_text(frame: "pd.DataFrame") -> str:

@@ -6,7 +6,7 @@ cell, the failed attempts and the implementation versions (rendered by
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from interop_runner.report.model import ReportCampaign, testbed_documents
 
@@ -21,9 +21,12 @@ CPU_COST_COLUMNS = {"server_cpu_s_per_gib": "server CPU-s/GiB",
 def summary_table(frame: "pd.DataFrame") -> "pd.DataFrame":
     """:func:`cell_stats` per pair, testbed (when several) and sweep axis value (one column
     per axis that varies, in the axis' own order: 1x, 2x, ..., 16x), else per variant; with
-    the median CPU-s/GiB per side over the ok attempts when any attempt measured it."""
+    the median CPU-s/GiB per side over the ok attempts when any attempt measured it. A set of
+    flows is one cell, named by its flows (``flows``, ``tcp-reno+quic-go-reno``)."""
+    from interop_runner.analysis.results import label_flow_sets
     from interop_runner.analysis.stats import axis_order, cell_stats
 
+    frame = label_flow_sets(frame)
     by = ["server", "client"]
     if "testbed" in frame.columns and frame["testbed"].nunique(dropna=True) > 1:
         by.append("testbed")
@@ -61,12 +64,32 @@ def _with_cpu_costs(table: "pd.DataFrame", frame: "pd.DataFrame",
     return pd.concat([table, medians.reset_index(drop=True).astype("Float64")], axis=1)
 
 
+def campaigns_table(campaigns: Sequence[ReportCampaign]) -> "pd.DataFrame":
+    """The cells of every campaign in one table, a campaign after the other: the campaign's
+    name, then the table the end of its run printed
+    (:func:`~interop_runner.analysis.results.summarize`: attempts per status,
+    median/min/max goodput, CPU cost per side); a campaign without attempts is one row of 0
+    attempts."""
+    import pandas as pd
+
+    from interop_runner.analysis.results import summarize
+
+    parts = [summarize(c.frame) if len(c.frame) else pd.DataFrame({"attempts": [0]})
+             for c in campaigns]
+    parts = [p.assign(campaign=c.name) for c, p in zip(campaigns, parts)]
+    table = pd.concat(parts, ignore_index=True)
+    return table[["campaign", *(c for c in table.columns if c != "campaign")]]
+
+
 def failures_table(campaign: ReportCampaign) -> "pd.DataFrame":
-    """One row per attempt that did not succeed: who, when, status and reason."""
+    """One row per attempt that did not succeed: who, when, status and reason; a damaged
+    run.json or campaign.json (no status) is one too, its status ``damaged``."""
     frame = campaign.frame
     if frame.empty:
         return frame
-    bad = frame[frame["status"].astype("string") != "ok"].copy()
+    status = frame["status"].astype("string")
+    bad = frame[status.ne("ok").fillna(True).to_numpy(bool)].copy()  # NA: no status, damaged
+    bad["status"] = bad["status"].astype("string").fillna("damaged")
     cols = [c for c in ("server", "client", "testbed", "variant", "repetition", "attempt",
                         "status", "reason") if c in bad.columns]
     if "testbed" in cols and bad["testbed"].nunique(dropna=True) <= 1:

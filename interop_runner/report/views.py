@@ -126,7 +126,9 @@ VIEWS: tuple[View, ...] = (
     View("crypto", "Ciphers and AES hardware (Fig. 5)", "crypto", "frame",
          "AES-GCM with and without AES-NI against ChaCha20-Poly1305. QUIC usually loses less "
          "than TCP/TLS without hardware AES (small records, encrypted ACKs)."),
-    View("perf", "CPU profile categories (Fig. 7)", "perf_categories", "paths",
+    # the results frame, not the paths: its <role>_perf_<category>_share columns are there for
+    # our campaigns (the perf monitor) and for predecessor trees (load_qir10g) alike
+    View("perf", "CPU profile categories (Fig. 7)", "perf_categories", "frame",
          "Share of perf samples per category. Packet I/O (sendmsg/recvmsg and the kernel "
          "below) typically dominates, crypto is visible but not the main cost."),
     View("offloads", "Segmentation offloads (Fig. 9)", "offloads", "frame",
@@ -206,14 +208,15 @@ def render_views(campaign: ReportCampaign, figures_dir: Path,
         if function is None:
             campaign.skipped.append(Skipped(view, f"not available ({view.function} missing)"))
             continue
-        reason = _not_applicable(view, campaign.frame)
+        reason = _missing_column(view, campaign.frame)
         if reason is not None:
             campaign.skipped.append(Skipped(view, reason))
             continue
-        predecessor = not (campaign.directory / "campaign.json").is_file()
-        # predecessor trees have no run.json files to read paths from: their frame has it all
-        arg: Any = campaign.frame if view.takes == "frame" or predecessor \
-            else [campaign.directory]
+        reason = _too_few(view, campaign.frame)
+        if reason is not None:
+            campaign.skipped.append(Skipped(view, reason, too_few=True))
+            continue
+        arg = view_argument(view, campaign.frame, [campaign.directory])
         try:
             data, fig = function(arg)
             table = _view_table(view, arg)
@@ -247,13 +250,26 @@ def _view_table(view: View, arg: Any) -> "pd.DataFrame | None":
     return table
 
 
-def _not_applicable(view: View, frame: "pd.DataFrame") -> str | None:
-    """Why a view says nothing about this campaign (too few testbeds or pairs, no value in
-    the column it needs), else None."""
+def view_argument(view: View, frame: "pd.DataFrame", paths: Sequence[Path]) -> Any:
+    """What ``view`` is called with: the results frame (``takes == "frame"``) or the campaign
+    paths. The notebooks are generated from the same ``takes`` (notebooks/_build.py), so a
+    view has the same input, and the same data, in the report and in its notebook."""
+    return frame if view.takes == "frame" else list(paths)
+
+
+def _missing_column(view: View, frame: "pd.DataFrame") -> str | None:
+    """Why a view has no data in this campaign (no value in the column it needs), else
+    None."""
     if view.needs_column is not None:
         column, reason = view.needs_column
         if column not in frame.columns or not frame[column].notna().any():
             return reason
+    return None
+
+
+def _too_few(view: View, frame: "pd.DataFrame") -> str | None:
+    """Why a view has nothing to compare in this campaign (too few testbeds or pairs), else
+    None."""
     testbeds = frame["testbed"].nunique() if "testbed" in frame.columns else 0
     if testbeds < view.needs_testbeds:
         return f"needs {view.needs_testbeds} testbeds to compare, this campaign has {testbeds}"

@@ -23,12 +23,13 @@ directories too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from interop_runner.errors import StoreError
 
@@ -158,3 +159,38 @@ def iter_run_files(root: Path) -> Iterator[Path]:
         stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)
                   and not e.name.startswith(".")]
     yield from (Path(p) for p in sorted(found))
+
+
+# -- derived caches ---------------------------------------------------------------------------
+# One rule for every cache derived from stored files (the results cache, flows.parquet, the
+# views' in-memory tables): it keeps the SHA-256 of the bytes of the files it was made from,
+# never their times. A copy (cp -r, a git clone, an archive) sets new times on every file and
+# keeps every cache; a file rewritten within the same second is still seen.
+
+_READ_WHOLE = 1 << 20  # bytes
+
+
+def content_key(directory: Path, names: Iterable[str]) -> dict[str, str]:
+    """What a cache made from the files ``names`` (relative to ``directory``) is valid for:
+    the SHA-256 (hex) of each of them that exists, by name (one that does not is left out)."""
+    key = {}
+    for name in names:
+        try:
+            with open(directory / name, "rb") as fh:
+                # a small record is read whole (file_digest's buffer per file costs more
+                # for a thousand records), a large capture in parts
+                small = os.fstat(fh.fileno()).st_size <= _READ_WHOLE
+                digest = hashlib.sha256(fh.read()) if small else \
+                    hashlib.file_digest(fh, "sha256")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            continue
+        key[name] = digest.hexdigest()
+    return key
+
+
+def stale_sources(stored: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
+    """The files of ``current`` (a :func:`content_key` now) whose bytes are not those the
+    cache keyed ``stored`` was made from, or that it was made without: [] when it is valid. A
+    source that is gone does not void it: an archived campaign keeps its caches and drops the
+    bulky inputs (the bottleneck captures)."""
+    return [name for name, digest in current.items() if stored.get(name) != digest]

@@ -14,6 +14,7 @@ version to the table, and freeze a file of the new version under ``tests/data/sc
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -68,11 +69,49 @@ class DocumentSchema:
 
 def read_json_object(path: Path) -> dict[str, Any]:
     """The JSON object stored in ``path``: OSError when unreadable, ValueError when it is not
-    JSON or not an object."""
-    data = json.loads(path.read_text())
+    JSON or not an object; the message names the file and what is wrong with it (empty, not
+    text, cut short, not JSON, another JSON value), so that a damaged record can be reported
+    in one line."""
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not text: byte {exc.start} of {len(raw)} is not UTF-8 "
+                         f"(binary data, not a JSON document)") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: {_json_damage(exc)}") from None
     if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
+        raise ValueError(f"{path}: not a JSON object but {_json_kind(data)}")
     return data
+
+
+_TOKEN_BREAK = re.compile(r"[\s,:\[\]{}]")
+
+
+def _json_damage(exc: json.JSONDecodeError) -> str:
+    """What is wrong with a text that is not JSON: empty, cut short (the error is at its end,
+    or in a string that never ends: a torn write), or another error and where."""
+    text = exc.doc
+    if not text.strip():
+        return "empty file" if not text else "empty file (only white space)"
+    error = f"{exc.msg}: line {exc.lineno} column {exc.colno}"
+    # torn: nothing but (part of) one token after the error, or a string that never ends
+    # (not "Extra data": a whole document with more after it)
+    torn = exc.msg.startswith("Unterminated string") or not (
+        exc.msg.startswith("Extra data") or _TOKEN_BREAK.search(text[exc.pos:].rstrip()))
+    if torn:
+        return f"cut short after {len(text)} characters (truncated JSON; {error})"
+    return f"not valid JSON ({error})"
+
+
+def _json_kind(value: Any) -> str:
+    """A JSON value that is not an object, named for a message: ``null``, ``an array``..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    kinds = {list: "an array", str: "a string", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def read_document(path: Path, schema: DocumentSchema) -> dict[str, Any]:

@@ -18,7 +18,13 @@ and a rank test on them would be far too confident.
 
 A conformance that rises is ``better`` (closer to the kernel's), one that falls is
 ``worse`` (it gates like ``slower``). The cell figures of each side (all trials together,
-each side against its own kernel flows) are shown beside the verdict.
+each side against its own kernel flows) are shown beside the verdict: against the
+kernel-vs-kernel runs (paper 000's reference, <NA> without them) and against the kernel flow
+of the same attempts (``*_same_run``).
+
+The per-attempt sample is a same-run figure (``conformance_same_run``): each attempt's flow
+against the kernel flow that competed with it. Each value against the one reference made of
+all kernel-vs-kernel runs would not be independent (see above).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from interop_runner.analysis.ab.cost import as_value
 from interop_runner.analysis.flow_conformance import conformance_table
 
 __all__ = ["CELL_FIGURES", "CONFORMANCE_VERDICTS", "MIN_EFFECT", "NOT_BY_NAME",
-           "TRIAL_COLUMNS", "Side", "compare_conformance", "conformance_keys",
+           "TRIAL_COLUMNS", "VALUE", "Side", "compare_conformance", "conformance_keys",
            "conformance_of_campaigns", "conformance_of_variants", "has_flows", "not_compared",
            "side_of", "trial_conformance", "worse"]
 
@@ -47,10 +53,16 @@ MIN_EFFECT = 0.1
 TRIAL_COLUMNS: dict[str, str] = {
     "label": "string", "stack": "string", "congestion_control": "string",
     "reference_label": "string", "repetition": "Int64", "attempt": "Int64",
-    "path": "string", "status": "string", "reason": "string", "conformance": "Float64"}
-#: The all-trials figures of each side shown beside a verdict (suffixes ``_a``, ``_b``).
-CELL_FIGURES = ("conformance", "conformance_t", "delta_throughput", "delta_delay",
-                "trials_test", "conformance_missing")
+    "path": "string", "status": "string", "reason": "string",
+    "conformance_same_run": "Float64"}
+#: The value compared per attempt (a column of :data:`TRIAL_COLUMNS`).
+VALUE = "conformance_same_run"
+#: The all-trials figures of each side shown beside a verdict (suffixes ``_a``, ``_b``):
+#: against the kernel-vs-kernel runs, then against the kernel flow of the same attempts.
+CELL_FIGURES = ("conformance", "conformance_t", "conformance_t_spread", "delta_throughput",
+                "delta_delay", "trials_test", "conformance_missing", "conformance_same_run",
+                "conformance_t_same_run", "delta_throughput_same_run",
+                "delta_delay_same_run", "trials_test_same_run", "conformance_same_run_missing")
 CELL_ID = ("campaign", "flow_set", "variant")  # the axis_* columns follow
 
 
@@ -67,26 +79,29 @@ def trial_conformance(flows: pd.DataFrame, flow_results: pd.DataFrame,
                       delay: str = "queue_delay_ms_mean") -> pd.DataFrame:
     """Per attempt and QUIC flow label (frames of :func:`~.flows.load_flows` and
     :func:`~.flows.load_flow_results`): the conformance of that attempt's flow against the
-    same attempt's kernel TCP flow of its congestion control, one trial each, k = 1 (a
-    single trial keeps all its points: the paper's rule for one trial). Columns: the cell
+    same attempt's kernel TCP flow of its congestion control (``conformance_same_run``),
+    one trial each, k = 1 (a single trial keeps all its points: the paper's rule for one
+    trial; k-means draws nothing, so no seed spread is computed). Columns: the cell
     (``campaign``, ``flow_set``, ``variant``, ``axis_*``), then :data:`TRIAL_COLUMNS`;
     ``status`` is ``ok`` with a value, else ``failed`` with ``reason`` (the table's
-    ``conformance_missing``: the flow failed, no reference, no series, too few points)."""
+    ``conformance_same_run_missing``: the flow failed, no reference, no series, too few
+    points)."""
     cell = [*CELL_ID, *_axes(flow_results)]
     by_path = dict(iter(flows.groupby("path", sort=False))) if not flows.empty else {}
     parts = []
     for path, attempt in flow_results.groupby("path", sort=False):
         table = conformance_table(by_path.get(path, flows.iloc[0:0]), attempt, delay=delay,
-                                  k=1)
+                                  k=1, spread_seeds=())
         table = table[table["label"].notna().to_numpy(dtype=bool)]
         first = attempt.iloc[0]
+        value = table[VALUE]
         parts.append(pd.DataFrame({
             **{c: table[c] for c in cell}, "label": table["label"],
             "stack": _stack(table), "congestion_control": table["congestion_control"],
             "reference_label": table["reference_label"],
             "repetition": first["repetition"], "attempt": first["attempt"], "path": path,
-            "status": table["conformance"].notna().map({True: "ok", False: "failed"}),
-            "reason": table["conformance_missing"], "conformance": table["conformance"]}))
+            "status": value.notna().map({True: "ok", False: "failed"}),
+            "reason": table["conformance_same_run_missing"], VALUE: value}))
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=[*cell, *TRIAL_COLUMNS])
     return frame.astype(TRIAL_COLUMNS)
@@ -122,7 +137,7 @@ def compare_conformance(trials_a: pd.DataFrame, trials_b: pd.DataFrame, *,
     (:func:`~.flow_conformance.conformance_table` of each side): their figures are added as
     ``<figure>_a``/``<figure>_b`` (:data:`CELL_FIGURES`)."""
     keys = list(by) if by is not None else conformance_keys(trials_a, trials_b)
-    result = compare(as_value(trials_a, "conformance"), as_value(trials_b, "conformance"),
+    result = compare(as_value(trials_a, VALUE), as_value(trials_b, VALUE),
                      by=keys, min_effect=min_effect, change="absolute", **stats)
     result["verdict"] = result["verdict"].map(lambda v: CONFORMANCE_VERDICTS.get(v, v))
     result = _with_flow(result.drop(columns=["versions_a", "versions_b"]),

@@ -52,11 +52,19 @@ METRIC_DIRECTIONS: dict[str, int] = {
     "conformance_t": -1,
     "delta_throughput": 0,
     "delta_delay": 0,
+    "conformance_same_run": -1,
+    "conformance_t_same_run": -1,
+    "delta_throughput_same_run": 0,
+    "delta_delay_same_run": 0,
 }
 """Metric -> the direction of a regression: -1 when lower is worse, +1 when higher is, 0
 when moving away from 0 is (an offset from the kernel's)."""
 LINEAR_METRICS: dict[str, float] = {"conformance": 0.1, "conformance_t": 0.1,
-                                    "delta_throughput": 1.0, "delta_delay": 1.0}
+                                    "delta_throughput": 1.0, "delta_delay": 1.0,
+                                    "conformance_same_run": 0.1,
+                                    "conformance_t_same_run": 0.1,
+                                    "delta_throughput_same_run": 1.0,
+                                    "delta_delay_same_run": 1.0}
 """Metrics whose change is a difference (their values may be 0 or negative) -> the smallest
 difference that counts, in their unit (share points, Mbit/s, ms)."""
 CONFORMANCE_VERDICTS = {"faster": "better", "slower": "worse"}
@@ -132,7 +140,8 @@ class ChangePointSettings:
     def threshold(self, metric: str) -> float:
         """The smallest change of ``metric`` that counts: relative (``min_effect``), or for a
         linear metric a difference in its unit."""
-        if metric in ("conformance", "conformance_t"):
+        if metric in ("conformance", "conformance_t", "conformance_same_run",
+                      "conformance_t_same_run"):
             return self.conformance_min_effect
         return LINEAR_METRICS.get(metric, self.min_effect)
 

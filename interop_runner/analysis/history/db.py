@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import duckdb
 
 DB_NAME = "history.duckdb"
-DB_SCHEMA_VERSION = 2  # 2: the conformance table
+DB_SCHEMA_VERSION = 3  # 2: the conformance table; 3: its reference and same-run figures
 CPU_COST_COLUMNS = ("server_cpu_s_per_gib", "client_cpu_s_per_gib", "server_cycles_per_byte",
                     "client_cycles_per_byte")
 
@@ -59,7 +59,10 @@ IMPLEMENTATION_COLUMNS: dict[str, str] = {
     "declared_version": "VARCHAR", "source_hash": "VARCHAR", "variant": "VARCHAR",
     "commit": "VARCHAR", "dirty": "BOOLEAN",
 }
-# one row per conformance cell and flow label (flow_conformance), figures NULL with the reason
+# one row per conformance cell and flow label (flow_conformance), figures NULL with the reason:
+# against the kernel-vs-kernel runs, then (version 3, appended: an upgrade adds them last)
+# against the kernel flow of the same attempts, the kernel and whether the reference's
+# runs were of another one
 CONFORMANCE_COLUMNS: dict[str, str] = {
     "campaign": "VARCHAR", "testbed": "VARCHAR", "flow_set": "VARCHAR", "variant": "VARCHAR",
     "axes": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR",
@@ -67,7 +70,15 @@ CONFORMANCE_COLUMNS: dict[str, str] = {
     "conformance": "DOUBLE", "conformance_t": "DOUBLE", "delta_throughput": "DOUBLE",
     "delta_delay": "DOUBLE", "trials_test": "BIGINT", "trials_reference": "BIGINT",
     "conformance_missing": "VARCHAR", "server_version": "VARCHAR",
+    "conformance_same_run": "DOUBLE", "conformance_t_same_run": "DOUBLE",
+    "delta_throughput_same_run": "DOUBLE", "delta_delay_same_run": "DOUBLE",
+    "conformance_same_run_missing": "VARCHAR", "kernel": "VARCHAR",
+    "reference_kernel_mismatch": "BOOLEAN",
 }
+#: The conformance columns version 3 added (:func:`~.ingest.upgrade_2_to_3`).
+CONFORMANCE_COLUMNS_3 = ("conformance_same_run", "conformance_t_same_run",
+                         "delta_throughput_same_run", "delta_delay_same_run",
+                         "conformance_same_run_missing", "kernel", "reference_kernel_mismatch")
 TABLES = {"campaigns": CAMPAIGN_COLUMNS, "attempts": ATTEMPT_COLUMNS,
           "implementations": IMPLEMENTATION_COLUMNS, "conformance": CONFORMANCE_COLUMNS}
 Upgrade = Callable[["duckdb.DuckDBPyConnection"], None]

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 SIGNATURE_PARAMS = ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso",
                     "gro")
-UNREADABLE = "unreadable run.json"
 BATCH = 50  # campaigns written per transaction (one insert per table each)
 
 
@@ -114,8 +113,9 @@ def hosts_digest(meta: dict[str, Any], directory: Path) -> str | None:
 
 def check_complete(directory: Path, meta: dict[str, Any], frame: pd.DataFrame) -> None:
     """Refuse unreadable records and fewer stored runs than planned."""
-    reasons = frame["reason"].astype("string").fillna("")
-    unreadable = int(reasons.str.startswith(UNREADABLE).sum())
+    from interop_runner.analysis.results import damaged_files
+
+    unreadable = len(damaged_files(frame))  # the loader's one mark of a damaged record
     if unreadable:
         raise CampaignRefused(f"{directory}: corrupt: {unreadable} unreadable run.json "
                               f"record(s)")
@@ -416,7 +416,18 @@ def _stored_conformance(campaign: str, directory: Path) -> pd.DataFrame:
         return pd.DataFrame()
 
 
-UPGRADES: dict[int, store.Upgrade] = {1: upgrade_1_to_2}
+def upgrade_2_to_3(con: "duckdb.DuckDBPyConnection") -> None:
+    """Version 3: the conformance figures are against the kernel-vs-kernel runs (paper 000's
+    reference; issue 35), the same-run ones (version 2's figures) have columns of their own
+    and the kernel is kept. The new columns are added and the table refilled from the
+    directories, as version 2 was (:func:`upgrade_1_to_2`)."""
+    for column in store.CONFORMANCE_COLUMNS_3:
+        kind = store.CONFORMANCE_COLUMNS[column]
+        con.execute(f'ALTER TABLE conformance ADD COLUMN IF NOT EXISTS "{column}" {kind}')
+    upgrade_1_to_2(con)
+
+
+UPGRADES: dict[int, store.Upgrade] = {1: upgrade_1_to_2, 2: upgrade_2_to_3}
 """The upgrade steps of the database: ``UPGRADES[n]`` turns version ``n`` into ``n + 1``."""
 
 

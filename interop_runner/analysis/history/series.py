@@ -27,7 +27,9 @@ from interop_runner.analysis.history.db import CPU_COST_COLUMNS
 
 SERIES_KEYS = ("testbed", "server", "client", "testcase", "signature")
 GOODPUT = "goodput_mbps"
-CONFORMANCE_METRICS = ("conformance", "conformance_t", "delta_throughput", "delta_delay")
+CONFORMANCE_METRICS = ("conformance", "conformance_t", "delta_throughput", "delta_delay",
+                       "conformance_same_run", "conformance_t_same_run",
+                       "delta_throughput_same_run", "delta_delay_same_run")
 ATTEMPT_METRICS = (GOODPUT, *CPU_COST_COLUMNS)  # the attempts table's; the rest: conformance
 METRIC_GROUPS: dict[str, tuple[str, ...]] = {
     "goodput": (GOODPUT,), "cpu": CPU_COST_COLUMNS, "conformance": CONFORMANCE_METRICS,
@@ -35,7 +37,9 @@ METRIC_GROUPS: dict[str, tuple[str, ...]] = {
 UNITS = {GOODPUT: "Mbit/s", "server_cpu_s_per_gib": "CPU-s/GiB",
          "client_cpu_s_per_gib": "CPU-s/GiB", "server_cycles_per_byte": "cycles/byte",
          "client_cycles_per_byte": "cycles/byte", "conformance": "share",
-         "conformance_t": "share", "delta_throughput": "Mbit/s", "delta_delay": "ms"}
+         "conformance_t": "share", "delta_throughput": "Mbit/s", "delta_delay": "ms",
+         "conformance_same_run": "share", "conformance_t_same_run": "share",
+         "delta_throughput_same_run": "Mbit/s", "delta_delay_same_run": "ms"}
 CONFORMANCE_TESTCASE = "conformance"  # the testcase of a conformance series
 CHANGE_COLUMNS = ("series", *SERIES_KEYS, "metric", "campaign", "time", "versions_before",
                   "versions_after", "n_before", "n_after", "median_before", "median_after",
@@ -63,8 +67,13 @@ def conformance_series_rows(conformance: pd.DataFrame) -> pd.DataFrame:
     frame, so that :func:`check` finds their change points: ``server`` the tested stack,
     ``client`` the kernel reference flow (``tcp/cubic``), ``testcase``
     :data:`CONFORMANCE_TESTCASE`, ``signature`` the flow set, label and sweep axes;
-    ``status`` ok where the figures exist; ``client_version`` the stack's version too."""
+    ``status`` ok where figures exist (against the kernel-vs-kernel runs or the same-run
+    ones: each metric's own values say which); ``client_version`` the stack's version
+    too."""
     present = conformance["conformance_missing"].isna().to_numpy(dtype=bool)
+    if "conformance_same_run_missing" in conformance.columns:  # a version 3 table
+        present = present | conformance["conformance_same_run_missing"].isna().to_numpy(
+            dtype=bool)
     return conformance.assign(
         server=conformance["stack"], client=conformance["reference_label"],
         testcase=CONFORMANCE_TESTCASE, status=np.where(present, "ok", "missing"),

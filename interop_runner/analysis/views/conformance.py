@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -30,7 +31,11 @@ from matplotlib.patches import Polygon
 
 from interop_runner.analysis.conformance import Fitted, fit_conformance
 from interop_runner.analysis.envelope import hull_polygons
-from interop_runner.analysis.flow_conformance import conformance_table, flow_clouds
+from interop_runner.analysis.flow_conformance import (
+    FlowClouds,
+    conformance_table,
+    flow_clouds,
+)
 from interop_runner.analysis.flows import load_flow_results, load_flows, path_conditions
 from interop_runner.analysis.stats import axis_number
 from interop_runner.analysis.views._common import (
@@ -42,6 +47,7 @@ from interop_runner.analysis.views._common import (
     finite,
     no_data,
 )
+from interop_runner.storage.layout import content_key
 
 __all__ = ["CELLS_COLUMNS", "ENVELOPE_COLUMNS", "HEATMAP_COLUMNS", "conformance_cells",
            "conformance_envelope_grid", "conformance_envelopes",
@@ -53,19 +59,36 @@ Frames = Union[Source, tuple[pd.DataFrame, pd.DataFrame]]
 
 HEATMAP_COLUMNS = ["campaign", "flow_set", "variant", "row", "label", "server",
                    "congestion_control", "reference_label", "rtt", "buffer", "conformance",
-                   "conformance_t", "delta_throughput", "delta_delay", "k_test", "k_reference",
-                   "trials_test", "trials_reference", "conformance_missing"]
+                   "conformance_t", "delta_throughput", "delta_delay", "conformance_t_spread",
+                   "k_test", "k_reference", "trials_test", "trials_reference",
+                   "reference_runs", "reference_kernel_mismatch", "conformance_missing",
+                   "conformance_same_run", "conformance_t_same_run",
+                   "delta_throughput_same_run", "delta_delay_same_run",
+                   "conformance_t_spread_same_run", "k_test_same_run",
+                   "k_reference_same_run", "trials_test_same_run",
+                   "trials_reference_same_run", "conformance_same_run_missing",
+                   "conformance_floor", "conformance_t_floor"]
 #: The report's table: the heatmap's cells by the names of paper 000.
 CELLS_COLUMNS = {"label": "label", "congestion_control": "CC", "buffer": "buffer",
                  "rtt": "RTT", "conformance": "Conformance", "conformance_t": "Conformance-T",
+                 "conformance_t_spread": "C-T seed spread",
                  "delta_throughput": "Δ-throughput [Mbit/s]", "delta_delay": "Δ-delay [ms]",
                  "k": "k (test/ref)", "trials": "trials (test/ref)",
-                 "conformance_missing": "missing: why"}
-ENVELOPE_COLUMNS = ["label", "reference_label", "part", "side", "trial", "hull", "vertex",
-                    "delay_ms", "throughput_mbps", "kept", "conformance", "conformance_t",
-                    "delta_throughput", "delta_delay", "k_test", "k_reference"]
+                 "conformance_missing": "missing: why",
+                 "conformance_same_run": "Conformance (same run)",
+                 "conformance_t_same_run": "Conformance-T (same run)",
+                 "delta_throughput_same_run": "Δ-throughput (same run) [Mbit/s]",
+                 "delta_delay_same_run": "Δ-delay (same run) [ms]",
+                 "conformance_floor": "noise floor C"}
+ENVELOPE_COLUMNS = ["label", "reference_label", "compared_with", "part", "side", "trial",
+                    "hull", "vertex", "delay_ms", "throughput_mbps", "kept", "conformance",
+                    "conformance_t", "delta_throughput", "delta_delay", "k_test",
+                    "k_reference"]
 ONE = "-"  # the buffer or RTT of a campaign that does not sweep it
 HEATMAP_TITLE = "Conformance against the kernel"
+SAME_RUN = "_same_run"  # the suffix of the figures against the kernel flow of the same run
+# what the drawn figures were compared with (by the suffix of their columns)
+COMPARED_WITH = {"": "kernel-vs-kernel runs", SAME_RUN: "the kernel flow of the same run"}
 ENVELOPE_TITLE = "Performance envelopes"
 GRID_LIMIT = 9  # panels of the report's envelope grid
 TEST_COLOUR, REFERENCE_COLOUR = "C3", "C0"
@@ -75,16 +98,16 @@ TEST_COLOUR, REFERENCE_COLOUR = "C3", "C0"
 
 def _fingerprint(paths: Sequence[PathLike]) -> str:
     """What the loaded frames depend on: every campaign.json and run.json below ``paths``
-    with its size and time (an attempt added or rewritten changes it)."""
+    by its content (the one cache rule, storage/layout.py: an attempt added or rewritten
+    changes it, a file only touched does not)."""
     digest = hashlib.sha256()
     for path in paths:
         root = Path(path).resolve()
-        digest.update(str(root).encode())
+        base = root.parent if root.is_file() else root
         files = [root] if root.is_file() else sorted(
             [*root.rglob("campaign.json"), *root.rglob("run.json")])
-        for file in files:
-            stat = file.stat()
-            digest.update(f"{file}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        key = content_key(base, [str(f.relative_to(base)) for f in files])
+        digest.update(json.dumps([str(root), key], sort_keys=True).encode())
     return digest.hexdigest()
 
 
@@ -122,6 +145,14 @@ def _frames(source: Frames) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 # ----------------------------------------------------------------------------- heatmap
+
+def _suffix(table: pd.DataFrame) -> str:
+    """Which figures the views draw: those against the kernel-vs-kernel runs (paper 000's
+    reference) when any cell has them, else (a campaign that ran none) the same-run ones,
+    as the titles say."""
+    has = "conformance" in table.columns and table["conformance"].notna().any()
+    return "" if has or f"conformance{SAME_RUN}" not in table.columns else SAME_RUN
+
 
 def _axis_values(table: pd.DataFrame, column: str) -> "pd.Series[Any]":
     """A sweep axis's values as text, :data:`ONE` where the campaign does not sweep it."""
@@ -185,24 +216,25 @@ def conformance_heatmap_figure(table: pd.DataFrame) -> Figure:
     rtts, buffers = _ordered(table["rtt"]), _ordered(table["buffer"])
     rows = list(dict.fromkeys(table.sort_values(["congestion_control", "row"],
                                                 kind="stable")["row"]))
+    suffix = _suffix(table)
     fig, axes = figure(1, len(rtts), size=(max(7.0, 1.9 * len(buffers) * len(rtts) + 3.2),
                                             0.42 * len(rows) + 1.8), sharey=True)
     colours = ListedColormap(_RDYLGN).with_extremes(bad="#d9d9d9")
     for ax, rtt in zip(axes, rtts):
         cells = table[table["rtt"] == rtt].set_index(["row", "buffer"])
-        values = np.array([[_value(cells, r, b, "conformance") for b in buffers]
+        values = np.array([[_value(cells, r, b, "conformance" + suffix) for b in buffers]
                            for r in rows], dtype=float)
         image = ax.imshow(np.ma.masked_invalid(values), cmap=colours, vmin=0, vmax=1,
                           aspect="auto")
         for (i, j), _ in np.ndenumerate(values):
-            _heat_text(ax, cells, rows[i], buffers[j], i, j)
+            _heat_text(ax, cells, rows[i], buffers[j], (i, j), suffix)
         ax.set_xticks(range(len(buffers)), buffers)
         ax.set_yticks(range(len(rows)), rows)
         ax.set_xlabel("bottleneck buffer")
         ax.set_title(f"RTT {rtt}" if rtt != ONE else "", fontsize=10)
     fig.colorbar(image, ax=axes, label="Conformance", shrink=0.8)
-    fig.suptitle(f"{HEATMAP_TITLE}\nper cell: C / C-T, (Δ-throughput Mbit/s, Δ-delay ms)",
-                 fontsize=10)
+    fig.suptitle(f"{HEATMAP_TITLE}: against {COMPARED_WITH[suffix]}\nper cell: C / C-T, "
+                 "(Δ-throughput Mbit/s, Δ-delay ms)", fontsize=10)
     return fig
 
 
@@ -220,13 +252,14 @@ def _value(cells: pd.DataFrame, row: str, buffer: str, column: str) -> float:
     return float(value) if finite(value) else math.nan
 
 
-def _heat_text(ax: Axes, cells: pd.DataFrame, row: str, buffer: str, i: int, j: int
-               ) -> None:
-    """``0.12 / 0.84`` over ``(+3.7, -0.02)`` in a cell, ``NA`` without figures, nothing
-    where the campaign has no such cell."""
+def _heat_text(ax: Axes, cells: pd.DataFrame, row: str, buffer: str, at: tuple[int, int],
+               suffix: str) -> None:
+    """``0.12 / 0.84`` over ``(+3.7, -0.02)`` in a cell (the figures of ``suffix``), ``NA``
+    without figures, nothing where the campaign has no such cell."""
     if (row, buffer) not in cells.index:
         return
-    c, ct, tput, delay = (_value(cells, row, buffer, k) for k in (
+    i, j = at
+    c, ct, tput, delay = (_value(cells, row, buffer, k + suffix) for k in (
         "conformance", "conformance_t", "delta_throughput", "delta_delay"))
     if math.isnan(c):
         ax.text(j, i, "NA", ha="center", va="center", fontsize=8, color="#444444")
@@ -251,20 +284,23 @@ def conformance_heatmap(source: Source) -> tuple[pd.DataFrame, Figure]:
 
 def conformance_cells(source: Source) -> pd.DataFrame:
     """The heatmap's cells as the report's table (:data:`CELLS_COLUMNS`): label, CC,
-    buffer, RTT, Conformance, Conformance-T, Δ-throughput, Δ-delay, k and trials (test /
-    reference) and why figures are missing."""
+    buffer, RTT, Conformance, Conformance-T and its seed spread, Δ-throughput, Δ-delay, k
+    and trials (test / reference, of the figures the heatmap draws: :func:`_suffix`), why
+    figures are missing, the same-run figures and the noise floor."""
     table = conformance_heatmap_frame(source)
     if table.empty:
         return empty(CELLS_COLUMNS.values())
-    table = table.assign(k=pd.array(_pairs(table, "k"), dtype="string"),
-                         trials=pd.array(_pairs(table, "trials"), dtype="string"))
+    suffix = _suffix(table)
+    table = table.assign(k=pd.array(_pairs(table, "k", suffix), dtype="string"),
+                         trials=pd.array(_pairs(table, "trials", suffix), dtype="string"))
     return table.reindex(columns=list(CELLS_COLUMNS)).rename(columns=CELLS_COLUMNS)
 
 
-def _pairs(table: pd.DataFrame, stem: str) -> list[str | None]:
-    """``test/reference`` of the ``<stem>_test`` and ``<stem>_reference`` columns."""
-    return [f"{t}/{r}" if finite(t) else None
-            for t, r in zip(table[f"{stem}_test"], table[f"{stem}_reference"])]
+def _pairs(table: pd.DataFrame, stem: str, suffix: str = "") -> list[str | None]:
+    """``test/reference`` of the ``<stem>_test<suffix>`` and ``<stem>_reference<suffix>``
+    columns."""
+    return [f"{t}/{r}" if finite(t) else None for t, r in
+            zip(table[f"{stem}_test{suffix}"], table[f"{stem}_reference{suffix}"])]
 
 
 # --------------------------------------------------------------------------- envelopes
@@ -288,32 +324,45 @@ def conformance_envelopes_frame(source: Frames, label: str | None = None,
     """The clouds and envelopes of one tested flow ``label`` and its kernel reference in
     one cell (``cell``: values of ``campaign``, ``flow_set``, ``variant``,
     ``axis_<name>`` that select it; by default the first cell with that flow; no label: the
-    first QUIC flow). Long: ``part`` ``point`` (``kept``: inside its own PE), ``hull`` (one
-    row per vertex, in order, of each trial's hulls) or ``translated hull`` (the test's
-    hulls moved by the Conformance-T translation, -Δ); ``side`` ``test`` or
-    ``reference``; delay ms and throughput Mbit/s; the figures of the cell repeated on
-    every row. Empty when there are no clouds (``attrs["missing"]``: why)."""
+    first QUIC flow). The reference is the kernel-vs-kernel runs where the cell has them,
+    else the kernel flow of the same attempts (``compared_with`` says which). Long:
+    ``part`` ``point`` (``kept``: inside its own PE), ``hull`` (one row per vertex, in
+    order, of each trial's hulls) or ``translated hull`` (the test's hulls moved by the
+    Conformance-T translation, -Δ); ``side`` ``test`` or ``reference``; delay ms and
+    throughput Mbit/s; the figures of the cell repeated on every row. Empty when there are
+    no clouds (``attrs["missing"]``: why)."""
     flows, results = _frames(source)
     label, cell = _cell_of(results, label, cell) if not results.empty else (label, cell)
     if label is None:
         return _no_clouds("no tested flow in these results")
     clouds = flow_clouds(flows, results, label, **cell)
-    if clouds.missing:
+    test, reference, suffix = _compared(clouds)
+    if not test:
         return _no_clouds(f"{label}: {clouds.missing}")
-    fitted = fit_conformance(clouds.test, clouds.reference)
-    parts = [_points(clouds.test, fitted, "test"),
-             _points(clouds.reference, fitted, "reference"),
+    # the seed's figures only: a spread over seeds is the table's, not the drawing's
+    fitted = fit_conformance(test, reference, spread_seeds=())
+    parts = [_points(test, fitted, "test"), _points(reference, fitted, "reference"),
              _hulls(fitted, "test", "hull"), _hulls(fitted, "reference", "hull")]
     if translated and finite(fitted.result.conformance_t):
         parts.append(_hulls(fitted, "test", "translated hull"))
     result = fitted.result
     frame = pd.concat(parts, ignore_index=True).assign(
         label=label, reference_label=clouds.reference_label,
-        conformance=result.conformance, conformance_t=result.conformance_t,
+        compared_with=COMPARED_WITH[suffix], conformance=result.conformance,
+        conformance_t=result.conformance_t,
         delta_throughput=result.delta_throughput, delta_delay=result.delta_delay,
         k_test=result.k_test, k_reference=result.k_reference)
     return frame.reindex(columns=ENVELOPE_COLUMNS).assign(**{
         k: v for k, v in cell.items()})
+
+
+def _compared(clouds: FlowClouds) -> tuple[list[Any], list[Any], str]:
+    """The clouds a view draws: against the kernel-vs-kernel runs where there are such, else
+    against the kernel flow of the same attempts (none: both empty), and the suffix of their
+    figures' columns."""
+    if not clouds.kernel_missing:
+        return clouds.kernel_test, clouds.kernel_reference, ""
+    return clouds.test, clouds.reference, SAME_RUN
 
 
 def _no_clouds(reason: str) -> pd.DataFrame:
@@ -389,13 +438,17 @@ def _polygons(ax: Axes, hulls: pd.DataFrame, colour: str, fill: bool) -> None:
                                  linestyle="--", linewidth=1.2))
 
 
-def _figures_text(row: Any) -> str:
-    """``C = 0.12, C-T = 0.84, Δ = (+3.7 Mbit/s, -0.02 ms)``."""
-    if not finite(row["conformance"]):
+def _figures_text(row: Any, suffix: str = "", same_run: bool | None = None) -> str:
+    """``C = 0.12, C-T = 0.84, Δ = (+3.7 Mbit/s, -0.02 ms)`` (the figures of ``suffix``),
+    ``(same run)`` after them when they are (by default: when ``suffix`` is)."""
+    if not finite(row["conformance" + suffix]):
         return "C = NA"
-    return (f"C = {float(row['conformance']):.2f}, C-T = {float(row['conformance_t']):.2f}, "
-            f"Δ = ({_signed(float(row['delta_throughput']), 1)} Mbit/s, "
-            f"{_signed(float(row['delta_delay']), 2)} ms)")
+    figure_of = {k: float(row[k + suffix]) for k in ("conformance", "conformance_t",
+                                                     "delta_throughput", "delta_delay")}
+    return (f"C = {figure_of['conformance']:.2f}, C-T = {figure_of['conformance_t']:.2f}, "
+            f"Δ = ({_signed(figure_of['delta_throughput'], 1)} Mbit/s, "
+            f"{_signed(figure_of['delta_delay'], 2)} ms)"
+            + (" (same run)" if (bool(suffix) if same_run is None else same_run) else ""))
 
 
 def conformance_envelopes_figure(frame: pd.DataFrame) -> Figure:
@@ -407,8 +460,12 @@ def conformance_envelopes_figure(frame: pd.DataFrame) -> Figure:
     fig, (ax,) = figure(size=(6.4, 4.6))
     _draw_envelopes(ax, frame)
     first = frame.iloc[0]
-    ax.set_title(f"{ENVELOPE_TITLE}: {first['label']} against {first['reference_label']}\n"
-                 f"{_figures_text(first)}", fontsize=10)
+    kernel = first["compared_with"] == COMPARED_WITH[""]
+    against = f"kernel-vs-kernel {first['reference_label']}" if kernel else \
+        first["reference_label"]
+    ax.set_title(f"{ENVELOPE_TITLE}: {first['label']} against {against}\n"
+                 f"{_figures_text(first, same_run=not kernel)}",
+                 fontsize=10)
     return fig
 
 
@@ -425,11 +482,13 @@ def conformance_envelopes(source: Frames, label: str | None = None,
 
 def _selection(table: pd.DataFrame, limit: int) -> pd.DataFrame:
     """The cells the report draws: the kernel against itself (the noise floor) first, then
-    the least conformant; cells without figures left out."""
-    rows = table[table["conformance"].notna()]
+    the least conformant (by the figures :func:`_suffix` draws); cells without figures left
+    out."""
+    suffix = _suffix(table)
+    rows = table[table["conformance" + suffix].notna()]
     kernel = rows[rows["server"].isna()].head(1)
-    others = rows.drop(kernel.index).sort_values(["conformance", "conformance_t"],
-                                                 kind="stable")
+    others = rows.drop(kernel.index).sort_values(
+        ["conformance" + suffix, "conformance_t" + suffix], kind="stable")
     return pd.concat([kernel, others]).head(limit).reset_index(drop=True)
 
 
@@ -437,6 +496,21 @@ def _cell_filter(row: Any) -> dict[str, Any]:
     """The columns that select a heatmap row's cell in the flow results."""
     return {"campaign": row["campaign"], "flow_set": row["flow_set"],
             "variant": row["variant"]}
+
+
+def _panel_cells(chosen: pd.DataFrame) -> list[str]:
+    """What tells the grid's panels apart besides their flows, per selected cell: the other
+    swept conditions of its heatmap row (the build of an A/B campaign, ``build=picoquic@pr``;
+    the campaign when several), its buffer and RTT; the variant where two panels would read
+    the same."""
+    wheres = []
+    for _, row in chosen.iterrows():
+        parts = [str(row["row"]).removeprefix(str(row["label"])).lstrip(", ")]
+        parts += [f"{k} {row[k]}" for k in ("buffer", "rtt") if row[k] != ONE]
+        wheres.append(", ".join(p for p in parts if p))
+    names = [f"{label}|{where}" for label, where in zip(chosen["label"], wheres)]
+    return [f"{where}, {variant}".lstrip(", ") if names.count(name) > 1 and pd.notna(variant)
+            else where for name, where, variant in zip(names, wheres, chosen["variant"])]
 
 
 def conformance_envelope_grid(source: Frames, limit: int = GRID_LIMIT
@@ -454,14 +528,14 @@ def conformance_envelope_grid(source: Frames, limit: int = GRID_LIMIT
     columns = min(3, len(chosen))
     fig, axes = figure(math.ceil(len(chosen) / columns), columns,
                        size=(4.4 * columns, 3.6 * math.ceil(len(chosen) / columns)))
-    for ax, (_, row) in zip(axes, chosen.iterrows()):
+    for ax, (_, row), where in zip(axes, chosen.iterrows(), _panel_cells(chosen)):
         frame = conformance_envelopes_frame((flows, results), str(row["label"]),
                                             **_cell_filter(row))
         if not frame.empty:
             _draw_envelopes(ax, frame, legend=False)
-        where = ", ".join(f"{k} {row[k]}" for k in ("buffer", "rtt") if row[k] != ONE)
         ax.set_title(f"{row['label']} vs {row['reference_label']}"
-                     f"{' (' + where + ')' if where else ''}\n{_figures_text(row)}",
+                     f"{' (' + where + ')' if where else ''}\n"
+                     f"{_figures_text(row, _suffix(chosen))}",
                      fontsize=8)
     for ax in axes[len(chosen):]:
         ax.set_axis_off()

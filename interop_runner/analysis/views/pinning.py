@@ -3,13 +3,12 @@ difference to the mean over all cells, per implementation pair."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from interop_runner.analysis.matrix import colour_limits
 from interop_runner.analysis.stats import axis_order, failed_mask, ok_mask
 from interop_runner.analysis.views._common import (
     PAIR,
@@ -102,8 +101,10 @@ def _heatmap(ax: Axes, grid: pd.DataFrame, cmap: str, centred: bool) -> None:
     finite = values[np.isfinite(values)]
     limit = float(np.abs(finite).max()) if finite.size else 1.0
     limit = limit or 1.0
-    kwargs: dict[str, Any] = {"vmin": -limit, "vmax": limit} if centred else {}
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", **kwargs)
+    # the mean goodput's scale anchored as the goodput matrix's (a narrow spread stays narrow)
+    vmin, vmax = (-limit, limit) if centred else colour_limits(values) or (None, None)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, aspect="auto", vmin=vmin,
+                      vmax=vmax)
     ax.set_facecolor("#dddddd")
     ax.set_xticks(range(len(grid.columns)), [str(c) for c in grid.columns])
     ax.set_yticks(range(len(grid.index)), [str(c) for c in grid.index])
