@@ -6,6 +6,7 @@ the set and condition, and the fairness columns are there."""
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from interop_runner.analysis import load_results
 from interop_runner.analysis.flow_series import attempt_flow_series
 from interop_runner.analysis.flows import load_flow_results
 from interop_runner.analysis.views.flows import flow_quic_vs_tcp_frame, path_conditions
-from interop_runner.storage.run_record import load_run, read_run
+from interop_runner.storage.run_record import RUN_SCHEMA_VERSION, load_run, read_run
 
 SAMPLE = Path(__file__).parent / "data" / "flows-runner-sample"
 ATTEMPTS = sorted(p.parent for p in SAMPLE.rglob("run.json"))
@@ -39,8 +40,10 @@ def tcp_headers(attempt: Path, port: int) -> tuple[int, int]:
 def test_the_sample_is_the_runners() -> None:
     assert len(ATTEMPTS) == 2
     for attempt in ATTEMPTS:
-        record = load_run(attempt / "run.json")
-        assert record.schema_version == 6 and record.status == "ok"
+        stored = json.loads((attempt / "run.json").read_text())
+        record = load_run(attempt / "run.json")  # upgraded on load
+        assert stored["schema_version"] == 6 and record.status == "ok"
+        assert record.schema_version == RUN_SCHEMA_VERSION and record.host_busy is None
         assert record.flows is not None
         assert [f.verified for f in record.flows] == ["hash", "iperf3"]
 

@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from interop_runner.config.path import PathConfig, ResolvedPath
+from interop_runner.testbed.path import rules
 from interop_runner.testbed.path.rules import (
     CHAIN,
     DATA_QUEUE,
     IFB,
     NETEM_LIMIT,
     REVERSE_QUEUE,
+    TIMER_SLACK_MS,
     DelayLineSpec,
     PathSetup,
     Placement,
@@ -31,6 +33,7 @@ from interop_runner.testbed.path.rules import (
     nfqueue_setup,
     path_setup,
     tbf_args,
+    tbf_burst,
 )
 
 DATA = Path(__file__).parent / "data" / "path"
@@ -54,11 +57,19 @@ def undos(setup: PathSetup) -> list[tuple[str, ...]]:
 
 # -- tbf ---------------------------------------------------------------------------------------
 def test_tbf_args() -> None:
-    # the bucket: two packets, or 1 ms at the rate when that is more
-    assert tbf_args(20_000_000, 50_000) == ["tbf", "rate", "20000000bit", "burst", "3028",
+    # the bucket: one packet plus 2 ms at the rate (TIMER_SLACK_MS), at least two packets
+    assert tbf_args(20_000_000, 50_000) == ["tbf", "rate", "20000000bit", "burst", "6514",
                                             "limit", "50000"]
-    assert tbf_args(100_000_000, 62_500)[4] == "12500"
-    assert tbf_args(10**9, 125_000)[4] == "125000"
+    assert tbf_args(100_000_000, 62_500)[4] == "26514"
+    assert tbf_args(10**9, 125_000)[4] == "251514"
+    assert tbf_args(1_000_000, 10_000)[4] == "3028"  # 1514 + 250: two packets are more
+    assert TIMER_SLACK_MS == 2.0
+
+
+def test_tbf_burst_without_slack_is_the_old_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench's --before: two packets or 1 ms at the rate, whichever is more."""
+    monkeypatch.setattr(rules, "TIMER_SLACK_MS", 0.0)
+    assert [tbf_burst(r) for r in (20_000_000, 100_000_000)] == [3028, 12500]
 
 
 # -- placements --------------------------------------------------------------------------------
@@ -191,7 +202,7 @@ def test_nfqueue_plain_path() -> None:
     setup = nfqueue_setup(resolved(rate="20mbit", rtt="50ms"), EGRESS, PROGRAM)
     assert setup.backend == "nfqueue" and setup.bottleneck == "s0 1:"
     assert commands(setup) == [
-        "tc qdisc replace dev s0 root handle 1: tbf rate 20000000bit burst 3028 limit 125000",
+        "tc qdisc replace dev s0 root handle 1: tbf rate 20000000bit burst 6514 limit 125000",
         f"iptables -w -N {CHAIN}", f"iptables -w -I INPUT -j {CHAIN}",
         f"iptables -w -I OUTPUT -j {CHAIN}",
         f"iptables -w -A {CHAIN} -i s0 -j NFQUEUE --queue-num 1",
@@ -323,7 +334,7 @@ def test_netem_router() -> None:
     assert commands(setup) == [
         f"tc qdisc replace dev rc root handle 1: netem limit {NETEM_LIMIT} delay 0ms loss "
         "random 0.1%",
-        "tc qdisc replace dev rc parent 1:1 handle 2: tbf rate 20000000bit burst 3028 limit "
+        "tc qdisc replace dev rc parent 1:1 handle 2: tbf rate 20000000bit burst 6514 limit "
         "125000",
         f"tc qdisc replace dev rs root handle 1: netem limit {NETEM_LIMIT} delay 50ms"]
 
@@ -337,7 +348,7 @@ def test_netem_jitter_egress_reverse_rate() -> None:
     assert lines[2] == f"ip link add {IFB} type ifb"
     assert lines[-2:] == [
         f"tc qdisc replace dev {IFB} root handle 1: netem limit {NETEM_LIMIT} delay 10ms",
-        f"tc qdisc replace dev {IFB} parent 1:1 handle 2: tbf rate 10000000bit burst 3028 limit "
+        f"tc qdisc replace dev {IFB} parent 1:1 handle 2: tbf rate 10000000bit burst 4014 limit "
         "10000000"]
 
 

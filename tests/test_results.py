@@ -119,3 +119,24 @@ def test_a_counter_that_went_backwards_has_no_value(tmp_path):
     assert "server_nic_peer_ifindex" not in df.columns
     assert df.iloc[0]["client_nic_peer_ifindex"] == 0
     assert df.iloc[0]["server_nic_rx_xdp_packets"] == 0
+
+
+def test_the_host_load_columns_come_from_the_record(tmp_path: Path) -> None:
+    """run.json 7's host_load (tests/data/schema/run-v7.json: the client and the router had
+    other work runnable) in the frame; older records have the columns <NA>."""
+    attempt = tmp_path / "c" / "quic-go_quic-go" / "goodput" / "1" / "attempt-1"
+    attempt.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "data" / "schema" / "run-v7.json", attempt / "run.json")
+    row = load_results(tmp_path / "c", cache=False).iloc[0]
+    assert bool(row["host_busy"]) is True
+    assert row["host_busy_reasons"] == (
+        "client: 2 other tasks runnable after the attempt on 2 cores; "
+        "router: 2 other tasks runnable before the attempt on 2 cores")
+    assert row["host_load1_max"] == pytest.approx(2.05)
+    assert row["host_steal_share_max"] == 0.0
+    old = tmp_path / "o" / "quic-go_quic-go" / "goodput" / "1" / "attempt-1"
+    old.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "data" / "schema" / "run-v6.json", old / "run.json")
+    row = load_results(tmp_path / "o", cache=False).iloc[0]
+    assert all(pd.isna(row[c]) for c in ("host_busy", "host_busy_reasons", "host_load1_max",
+                                          "host_steal_share_max"))

@@ -70,6 +70,15 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
     "finished_at": ("UTC time", "run.json", "attempt end (management node)"),
     "schema_version": ("", "run.json", "schema version the record was written with"),
     "path": ("", "loader", "the attempt's directory"),
+    "host_busy": ("", "run.json host_busy", "some host (server, client, router, management) "
+                  "was busy over the attempt (docs/paths.md, \"A busy host\"); <NA>: not read "
+                  "(records before schema 7)"),
+    "host_busy_reasons": ("", "run.json host_load", "why, per host: \"<host>: <reason>\"; "
+                          "\"; \" between them"),
+    "host_load1_max": ("tasks", "run.json host_load", "highest 1-minute load average of the "
+                       "hosts after the attempt"),
+    "host_steal_share_max": ("", "run.json host_load", "highest share of a host's CPU time "
+                             "stolen by the hypervisor over the attempt"),
     **{name: (unit, "run.json path", meaning)
        for name, (_, unit, meaning) in PATH_COLUMNS.items()},
     **{name: (unit, "run.json flows, bottleneck captures", meaning)

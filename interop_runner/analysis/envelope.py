@@ -20,11 +20,14 @@ is in its own trial's hulls), so k is 1 and no outlier is removed.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Sequence, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +53,10 @@ K_DRAWS = 3
 K_MARGIN = 0.1
 RASTER_CELLS = 256  # per axis, of the grid that caches an envelope's answer
 RASTER_MIN_POINTS = 20_000  # fewer points are tested exactly (the grid costs ~70k tests)
+HULL_CACHE = 8192  # hulls remembered by their cluster's points (draws, k, seeds share them)
+KEPT_CACHE = 1024  # envelopes' answers on their own trials' points remembered (R(k), kept)
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -273,7 +280,7 @@ def clusters(points: Points, k: int, seed: int = 0) -> list[Points]:
 
 def performance_envelope(trials: Sequence[Points], k: int, seed: int = 0) -> Envelope:
     """The PE of ``trials`` ((n, 2) arrays, scaled) with ``k`` clusters per trial."""
-    return Envelope(tuple(tuple(hull_of(c) for c in clusters(t, k, seed)) for t in trials))
+    return Envelope(tuple(tuple(_hull(c) for c in clusters(t, k, seed)) for t in trials))
 
 
 def choose_k(retention_curve: Sequence[float], margin: float = K_MARGIN) -> int:
@@ -304,20 +311,72 @@ def retention(trials: Sequence[Points], k_max: int = K_MAX, seed: int = 0,
     """The PEs with k = 1 .. min(k_max, the smallest trial's points) clusters, which points
     each keeps and R(k) averaged over ``draws`` clusterings (:class:`Retention`)."""
     pooled = np.vstack(trials)
+    content = _content(trials)
     largest = max(1, min(k_max, *(len(t) for t in trials)))
     envelopes, kept, curve = [], [], []
     for k in range(1, largest + 1):
         per_trial = [_draws(t, k, seed, draws) for t in trials]
-        shares = [_envelope(trials, [d[i % len(d)] for d in per_trial]).contains(pooled)
-                  .mean() for i in range(max(len(d) for d in per_trial))]
-        best = _envelope(trials, [min(d, key=lambda c: c.error) for d in per_trial])
-        envelopes.append(best)
-        kept.append(best.contains(pooled))
+        shares = [_kept(trials, pooled, content, [d[i % len(d)] for d in per_trial]).mean()
+                  for i in range(max(len(d) for d in per_trial))]
+        chosen = [min(d, key=lambda c: c.error) for d in per_trial]
+        envelopes.append(_envelope(trials, chosen))
+        kept.append(_kept(trials, pooled, content, chosen).copy())  # the caller's own
         curve.append(float(np.mean(shares)))
     return Retention(envelopes, kept, tuple(curve))
 
 
 def _envelope(trials: Sequence[Points], chosen: Sequence[_Clustering]) -> Envelope:
     """The envelope of one clustering per trial."""
-    return Envelope(tuple(tuple(hull_of(c) for c in clustering.clusters(t))
+    return Envelope(tuple(tuple(_hull(c) for c in clustering.clusters(t))
                           for t, clustering in zip(trials, chosen)))
+
+
+_CACHE_LOCK = threading.Lock()
+_HULLS: OrderedDict[Hashable, Hull] = OrderedDict()
+_KEPT: OrderedDict[Hashable, NDArray[np.bool_]] = OrderedDict()
+
+
+def _remembered(cache: OrderedDict[Hashable, _T], size: int, key: Hashable,
+                compute: Callable[[], _T]) -> _T:
+    """``compute()``, or what it returned for ``key`` before (the last ``size`` keys)."""
+    with _CACHE_LOCK:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    value = compute()  # outside the lock: a race computes the same value twice
+    with _CACHE_LOCK:
+        cache[key] = value
+        if len(cache) > size:
+            cache.popitem(last=False)
+    return value
+
+
+def _hull(points: Points) -> Hull:
+    """:func:`hull_of` ``points``, computed once per content: a cluster found again (by
+    another draw, k or seed) has the same points in the same order, so the same hull."""
+    key = (points.dtype.str, points.shape, points.tobytes())
+    return _remembered(_HULLS, HULL_CACHE, key, lambda: hull_of(points))
+
+
+def _content(trials: Sequence[Points]) -> Hashable:
+    """The trials' points as a key: their dtypes, shapes and bytes (digested)."""
+    digest = hashlib.sha256()
+    for t in trials:
+        digest.update(f"{t.dtype.str}{t.shape}".encode() + np.ascontiguousarray(t).tobytes())
+    return digest.hexdigest()
+
+
+def _kept(trials: Sequence[Points], pooled: Points, content: Hashable,
+          chosen: Sequence[_Clustering]) -> NDArray[np.bool_]:
+    """Which of the ``pooled`` trials' points the envelope of ``chosen`` keeps, computed
+    once per clustering: draws (and seeds) often find the same labels. Keyed by the labels
+    as numbered, not by the partition: the hulls are tried in label order and a point's
+    test against a hull may round differently in another batch of points, so only the same
+    order is certain to give the same answer. Read-only: shared by every caller."""
+    key = (content, tuple(c.labels.dtype.str.encode() + c.labels.tobytes() for c in chosen))
+
+    def compute() -> NDArray[np.bool_]:
+        inside = _envelope(trials, chosen).contains(pooled)
+        inside.flags.writeable = False
+        return inside
+    return _remembered(_KEPT, KEPT_CACHE, key, compute)

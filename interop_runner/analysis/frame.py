@@ -83,6 +83,11 @@ COLUMNS: dict[str, Any] = {
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",
     "path": "string",
+    # how busy the hosts were over the attempt (run.json 7 host_load; <NA>: not read)
+    "host_busy": "boolean",
+    "host_busy_reasons": "string",
+    "host_load1_max": "Float64",
+    "host_steal_share_max": "Float64",
     # the emulated path (analysis/path_columns.py); <NA> over the direct link
     **{name: dtype for name, (dtype, _, _) in PATH_COLUMNS.items()},
     # competing flows and their fairness (analysis/fairness.py); <NA> without flows

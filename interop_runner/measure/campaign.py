@@ -50,7 +50,7 @@ from interop_runner.measure.prepare import Preparation, Prepared
 from interop_runner.measure.side import ROLES, ImplKey, Role, SidePlan
 from interop_runner.measure.workers import Workers, execute_parallel
 from interop_runner.paths import PROJECT_ROOT as REPO_ROOT
-from interop_runner.remote.executor import LocalExecutor
+from interop_runner.remote.executor import Executor, LocalExecutor
 from interop_runner.storage.campaign_record import (
     AdaptiveRound,
     CampaignRecord,
@@ -68,6 +68,7 @@ from interop_runner.storage.layout import (
 )
 from interop_runner.storage.run_record import RunRecord, write_run
 from interop_runner.testbed.containers import reap_containers
+from interop_runner.testbed.hostload import HostLoad
 from interop_runner.testbed.knobs import NodeKnobs
 from interop_runner.testbed.leftovers import node_knobs
 from interop_runner.testbed.node import Node
@@ -371,11 +372,25 @@ class Campaign:
         pins = flow_pins(vcfg, self.port) if run.server == FLOWS else None  # pairs: none
         path_run = self._paths.activate(vcfg.path, pins=pins) if self._paths else None
         out.mkdir(parents=True)
+        load = HostLoad(self._load_hosts(server, client))
         record, attempt_run = self._attempt(run, plan, server, client, prepared, out)
+        abort = attempt_run.abort if attempt_run is not None else None
+        try:
+            record.host_load, record.host_busy = load.finish()
+        except KeyboardInterrupt as exc:  # the record is kept; the campaign stops after it
+            record.warnings.append("host load: not read after the attempt (interrupted)")
+            abort = abort or exc
         if self._paths is not None and path_run is not None:
             self._path_record(record, path_run, out)
         self._deferred.submit(lambda: self._store(attempt_run, record, directory, out))
-        return record, attempt_run.abort if attempt_run is not None else None
+        return record, abort
+
+    def _load_hosts(self, server: Node, client: Node) -> list[tuple[str, Executor]]:
+        """The nodes whose load an attempt records: server, client and the path's node
+        (the router), by node name."""
+        if self._paths is not None:
+            return self._paths.load_hosts()
+        return [(n.name, n.executor) for n in (server, client)]
 
     def _path_record(self, record: RunRecord, path_run: PathRun, out: Path) -> None:
         """The path's part of an attempt's record; a delay line that died during the attempt

@@ -22,8 +22,9 @@ from interop_runner.config.flows import MAX_FLOWS
 from interop_runner.config.path import PathConfig, ResolvedPath
 from interop_runner.errors import PathError
 from interop_runner.parsers.tc import parse_qdisc_samples
-from interop_runner.remote.executor import Background
+from interop_runner.remote.executor import Background, Executor
 from interop_runner.storage.campaign_record import CampaignRecord
+from interop_runner.testbed.hostload import HostLoad
 from interop_runner.testbed.knobs import Journal
 from interop_runner.testbed.leftovers import path_journal
 from interop_runner.testbed.node import Node
@@ -177,19 +178,29 @@ class PathSession:
             "node": self.node.node.name, "bottleneck": setup.bottleneck,
             "commands": [list(s.argv) for s in setup.steps if s.argv is not None],
             "delay_lines": [list(line.args) for line in setup.delay_lines],
-            "calibration": None}
+            "delay_line_sched": self.node.scheduling(), "calibration": None}
         paths[key] = entry
         if path.calibrate != "off":
+            load = HostLoad(self.load_hosts())
             calibration = Calibrator(self.server, self.client, self.server.cfg.ip,
                                      port, self._trace_clock
                                      ).calibrate(resolved, path.tolerance)
             entry["calibration"] = calibration.as_dict()
+            entry["calibration"]["host_load"], entry["calibration"]["host_busy"] = load.finish()
             self.save()
             if not calibration.ok and path.calibrate == "strict":
                 first = calibration.failures()[0]
                 raise PathError(f"path {key}: calibration failed: {first.line()} "
                                 "(calibrate: warn records this and measures anyway)")
         self.save()
+
+    def load_hosts(self) -> list[tuple[str, Executor]]:
+        """The nodes a calibration or an attempt over the path runs on (server, client and
+        the path's node), by name, for their host load."""
+        nodes = [self.server, self.client]
+        if self.node.node not in nodes:
+            nodes.append(self.node.node)
+        return [(n.name, n.executor) for n in nodes]
 
     def _trace_clock(self) -> float:
         """Seconds since the data delay line (and so its trace) started."""
@@ -219,7 +230,7 @@ class PathSession:
                 "backend": active.setup.backend, "placement": self.placement.kind,
                 "node": self.node.node.name, "calibration": _summary(entry.get("calibration")),
                 "counters": counters, "files": sorted(f"path/{f}" for f in files),
-                "delay_lines_alive": alive}
+                "delay_lines_alive": alive, "delay_line_sched": self.node.scheduling(after)}
 
     def dead_lines(self) -> list[str]:
         """The directions whose delay line has died (the attempt cannot be trusted)."""

@@ -19,6 +19,11 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
    it was, its port, its planned start, size or duration, and its own status, timestamps,
    bytes received and how they were verified; docs/flows.md), ``None`` for an attempt of one
    pair. :func:`upgrade_5_to_6`.
+7. busy hosts: ``host_load`` (per node and the management host, over the attempt: load
+   averages, runnable tasks of other work before and after, the shares of CPU time busy,
+   stolen and waited for, with ``busy`` and its reasons; docs/paths.md, "A busy host") and
+   ``host_busy`` (some host was busy), ``None`` for a record that did not read them.
+   :func:`upgrade_6_to_7`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -45,7 +50,7 @@ from interop_runner.storage.schema import (
     read_document_versioned,
 )
 
-RUN_SCHEMA_VERSION = 6
+RUN_SCHEMA_VERSION = 7
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
@@ -157,6 +162,10 @@ class RunRecord(BaseModel):
     path: dict[str, Any] | None = None
     # the flows of an attempt of several flows (docs/flows.md); None: one pair
     flows: list[FlowRecord] | None = None
+    # how busy each host was over the attempt ({"nodes": {name: {...}}, "thresholds"}), and
+    # whether any was (docs/paths.md, "A busy host"); None: not read
+    host_load: dict[str, Any] | None = None
+    host_busy: bool | None = None
     schema_version: int = RUN_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,11 +230,19 @@ def upgrade_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_6_to_7(data: dict[str, Any]) -> dict[str, Any]:
+    """Busy hosts: a version 6 runner did not read the hosts' load (unknown, not idle)."""
+    data.setdefault("host_load", None)
+    data.setdefault("host_busy", None)
+    return data
+
+
 RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
                                                              2: upgrade_2_to_3,
                                                              3: upgrade_3_to_4,
                                                              4: upgrade_4_to_5,
-                                                             5: upgrade_5_to_6})
+                                                             5: upgrade_5_to_6,
+                                                             6: upgrade_6_to_7})
 
 
 # -- files ------------------------------------------------------------------------------------

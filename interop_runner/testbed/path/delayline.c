@@ -12,7 +12,7 @@
  * copied (for its size, flow and the per-packet log).
  *
  * Usage:
- *   qir-delayline --queue N [--stats FILE] [--log FILE] [--seed N]
+ *   qir-delayline --queue N [--stats FILE] [--log FILE] [--seed N] [--rt-priority P]
  *     single link: [--delay MS] [--jitter CV] [--loss P]
  *     two links:   --link rate=BITS_PER_S,delay=MS,jitter=CV,loss=P,buffer=BYTES (twice)
  *                  [--batch N] [--ratio A:B] [--reorder-timeout MS] [--pin PORT=LINK]...
@@ -29,6 +29,11 @@
  * queue is bound by another process, the socket fails): one line, exit 1. SIGTERM/SIGINT:
  * every held packet is accepted at once, the stats are written, exit 0. SIGUSR1: stats now.
  * Once bound, "ready queue=N" is printed on stdout.
+ * --rt-priority P (1..99; 0, the default: not asked): run at SCHED_FIFO priority P, so that a
+ * busy host's other work cannot make the releases late (docs/paths.md, "A busy host"). Where
+ * the kernel refuses it (no CAP_SYS_NICE, an RT budget of 0 in the cgroup), one line on
+ * stderr and the delay line runs on at the default policy; the stats say which it got
+ * ("sched", "rt_priority", "sched_error").
  *
  * Netlink is spoken directly (a raw NETLINK_NETFILTER socket and the nfq_nlmsg_* message
  * builders of libnetfilter_queue) rather than through nfq_open/nfq_handle_packet: that API
@@ -42,6 +47,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -105,6 +111,7 @@ struct config {
 	double reorder_timeout_ms;
 	int n_pins;
 	uint8_t pin[65536];     /* --pin: 1 + the link of a pinned port; 0: not pinned */
+	int rt_priority;        /* --rt-priority: SCHED_FIFO priority; 0: the default policy */
 	const char *trace_path;
 	uint64_t trace_buffer;
 	uint64_t *trace;        /* ns offsets of the delivery opportunities in one period */
@@ -172,6 +179,7 @@ static uint64_t clock_ns(clockid_t id)
 static uint64_t mono(void) { return clock_ns(CLOCK_MONOTONIC); }
 
 static uint64_t t_start;        /* monotonic ns at start */
+static char sched_error[200];   /* why --rt-priority was refused ("": it was not) */
 static int64_t realtime_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC, for the log */
 
 static uint64_t ms_to_ns(double ms) { return ms <= 0 ? 0 : (uint64_t)llround(ms * NS_PER_MS); }
@@ -1087,6 +1095,13 @@ static void stats_body(FILE *f, uint64_t now)
 	fprintf(f, " \"late_mean_us\": %.3f, \"late_max_us\": %.3f,\n",
 		st.delivered ? (double)st.late_sum_ns / (double)st.delivered / 1e3 : 0.0,
 		(double)st.late_max_ns / 1e3);
+	fprintf(f, " \"sched\": \"%s\", \"rt_priority\": %d, \"sched_error\": ",
+		(sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO ? "fifo" : "other",
+		cfg.rt_priority);
+	if (sched_error[0])
+		fprintf(f, "\"%s\",\n", sched_error);
+	else
+		fputs("null,\n", f);
 	fputs(" \"links\": ", f);
 	stats_links(f);
 	fprintf(f, ",\n \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"wall_s\": %.6f}\n",
@@ -1374,7 +1389,7 @@ static void load_trace(const char *path)
 
 enum {
 	OPT_QUEUE = 256, OPT_STATS, OPT_LOG, OPT_SEED, OPT_DELAY, OPT_JITTER, OPT_LOSS, OPT_LINK,
-	OPT_BATCH, OPT_RATIO, OPT_REORDER, OPT_TRACE, OPT_TRACE_BUFFER, OPT_PIN
+	OPT_BATCH, OPT_RATIO, OPT_REORDER, OPT_TRACE, OPT_TRACE_BUFFER, OPT_PIN, OPT_RT_PRIORITY
 };
 
 static const struct option options[] = {
@@ -1392,6 +1407,7 @@ static const struct option options[] = {
 	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "trace-buffer", required_argument, NULL, OPT_TRACE_BUFFER },
 	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "rt-priority", required_argument, NULL, OPT_RT_PRIORITY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -1427,6 +1443,9 @@ static void parse_option(int c, const char *arg, int *n_link_args)
 		cfg.trace_buffer = parse_uint("--trace-buffer", arg, 1, UINT64_MAX / 2);
 		break;
 	case OPT_PIN: parse_pin(arg); break;
+	case OPT_RT_PRIORITY:
+		cfg.rt_priority = (int)parse_uint("--rt-priority", arg, 0, 99);
+		break;
 	}
 }
 
@@ -1476,6 +1495,22 @@ static void parse_args(int argc, char **argv)
 
 /* ---------------------------------------------------------------- main */
 
+/* --rt-priority: SCHED_FIFO (reset on fork: nothing it starts inherits it); refused, the
+ * reason goes to stderr and the stats, and the delay line runs on at the default policy. */
+static void sched_setup(void)
+{
+	struct sched_param sp = { .sched_priority = cfg.rt_priority };
+
+	if (cfg.rt_priority == 0)
+		return;
+	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) != 0) {
+		snprintf(sched_error, sizeof(sched_error), "sched_setscheduler(SCHED_FIFO, %d): %s",
+			 cfg.rt_priority, strerror(errno));
+		fprintf(stderr, PROG ": --rt-priority: %s; running at the default policy\n",
+			sched_error);
+	}
+}
+
 static void open_log(void)
 {
 	static char buf[1 << 20];
@@ -1504,6 +1539,7 @@ int main(int argc, char **argv)
 	if (cfg.mode == MODE_TRACE)
 		tr.period = cfg.trace[cfg.trace_len - 1];
 	recv_setup();
+	sched_setup();
 	wait_mask = signals_setup();
 	nl_bind_queue();
 	printf("ready queue=%d\n", cfg.queue);

@@ -31,6 +31,10 @@ from interop_runner.testbed.path.rules import (
 
 DELAYLINE_SOURCE = PACKAGE_DIR / "testbed" / "path" / "delayline.c"
 READY_TIMEOUT_S = 10.0
+# SCHED_FIFO priority of the delay lines: above every normal task, so other work on a busy
+# host cannot hold a release back, and below the kernel's threaded interrupt handlers (50),
+# which deliver the packets it releases (docs/paths.md, "A busy host")
+RT_PRIORITY = 10
 # the netem probe: on lo of a throw-away network namespace, nothing real is touched
 _NETEM_PROBE = ["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay",
                 "1ms"]
@@ -142,7 +146,7 @@ class PathNode:
         base = f"{self.workdir}/line-{spec.direction}"
         stats = f"{base}.stats.json"
         self._run(["rm", "-f", stats, f"{base}.out", f"{base}.err"])
-        argv = [*spec.args, "--stats", stats]
+        argv = [*spec.args, "--stats", stats, "--rt-priority", str(RT_PRIORITY)]
         proc = self.node.executor.start(argv, stdout=f"{base}.out", stderr=f"{base}.err")
         ok = self.node.run(["sh", "-c", _WAIT_READY, f"{base}.out", "ready",
                             str(int(READY_TIMEOUT_S))], timeout=READY_TIMEOUT_S + 10,
@@ -212,6 +216,20 @@ class PathNode:
         out: dict[str, Any] = {"qdisc": self._qdiscs(), "iptables": self._rules()}
         if self.active is not None and self.active.lines:
             out["delay_lines"] = self._line_stats(self.active.lines)
+        return out
+
+    def scheduling(self, counters: dict[str, Any] | None = None) -> dict[str, Any]:
+        """How each delay line of the active path is scheduled, by direction: ``sched``
+        (``fifo`` or ``other``), the ``rt_priority`` asked for and ``sched_error`` (why
+        SCHED_FIFO was refused; None: it was not), from its stats (``counters``: taken
+        before, else read now); None for a line whose stats could not be read."""
+        if self.active is None or not self.active.lines:
+            return {}
+        lines = (counters if counters is not None else self.counters()).get("delay_lines")
+        out: dict[str, Any] = {}
+        for direction, stats in (lines or {}).items():
+            out[direction] = ({k: stats.get(k) for k in ("sched", "rt_priority", "sched_error")}
+                              if isinstance(stats, dict) else None)
         return out
 
     def _qdiscs(self) -> list[dict[str, Any]]:

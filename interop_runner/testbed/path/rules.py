@@ -99,11 +99,26 @@ class PathSetup:
     notes: tuple[str, ...] = field(default=())
 
 
+# tokens for a late timer: how late tbf's watchdog may fire (its softirq delayed by other
+# work on a busy host) before the bucket overflows and the time is lost (docs/paths.md,
+# "A busy host")
+TIMER_SLACK_MS = 2.0
+
+
+def tbf_burst(rate_bps: int) -> int:
+    """tbf's bucket in bytes: one packet plus :data:`TIMER_SLACK_MS` at the rate, at least
+    two packets or 1 ms at the rate. A watchdog that fires late finds the tokens of the
+    time it was late still in the bucket and sends them at once, so the rate holds; the
+    extra tokens only fill while the queue is empty or the timer late, so a queue that
+    stays busy sends at the rate (docs/paths.md, "A busy host")."""
+    slack = WIRE_PACKET + int(rate_bps * TIMER_SLACK_MS / 8000)
+    return max(2 * WIRE_PACKET, rate_bps // 8000, slack)
+
+
 def tbf_args(rate_bps: int, limit_bytes: int) -> list[str]:
-    """tbf as the bottleneck: ``limit`` is the droptail buffer; the bucket holds two packets
-    or 1 ms at the rate, whichever is more (a bigger bucket sends bursts above the rate)."""
-    burst = max(2 * WIRE_PACKET, rate_bps // 8000)
-    return ["tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "limit", str(limit_bytes)]
+    """tbf as the bottleneck: ``limit`` is the droptail buffer, the bucket :func:`tbf_burst`."""
+    return ["tbf", "rate", f"{rate_bps}bit", "burst", str(tbf_burst(rate_bps)), "limit",
+            str(limit_bytes)]
 
 
 def _ms(value: float) -> str:
