@@ -23,7 +23,9 @@ class Hangs(LocalExecutor):
 
 
 def test_each_host_and_the_management_host_are_read() -> None:
-    load = HostLoad([("server", LocalExecutor("server")), ("client", LocalExecutor("client"))])
+    hosts = [("server", LocalExecutor("server")), ("client", LocalExecutor("client"))]
+    HostLoad(hosts)  # the first samples say which kernel each host runs
+    load = HostLoad(hosts)
     hog = subprocess.Popen(["python3", "-c", "import time\nt=time.time()+1\n"
                             "while time.time() < t: pass"])
     hog.wait()
@@ -34,6 +36,10 @@ def test_each_host_and_the_management_host_are_read() -> None:
     assert server["interval_s"] >= 1.0 and server["cores"] >= 1
     assert 0.0 < server["cpu_busy_share"] <= 1.0  # the hog ran a core for 1 s
     assert busy is any(n["busy"] for n in doc["nodes"].values())
+    # one kernel (this host's): sampled once per round, each host says whose sample it has
+    assert server["notes"] == doc["nodes"]["client"]["notes"] == \
+        ["the kernel of management: its sample"]
+    assert server["cpu_busy_share"] == doc["nodes"][MANAGEMENT]["cpu_busy_share"]
 
 
 def test_a_host_that_cannot_be_read_is_na_with_its_reason() -> None:

@@ -32,6 +32,7 @@ def test_a_sample_is_read_field_by_field() -> None:
                            "iowait": 1016, "irq": 0, "softirq": 2697, "steal": 166}
     assert s.cores == 2 and s.running == [6, 4, 4, 6, 5]
     assert s.psi_some_us == 351388775 and s.notes == []
+    assert s.boot_id is None  # the script printed no boot id then
     assert s.runnable_other == 4.0  # the median read (5) less the reading shell
 
 
@@ -101,3 +102,4 @@ def test_the_script_runs_here_and_parses() -> None:
     assert s.cores is not None and s.cores >= 1 and len(s.running) == 5
     assert min(s.running) >= 1  # the reading shell is runnable itself
     assert "steal" in s.cpu_ticks and s.loadavg is not None
+    assert s.boot_id == Path("/proc/sys/kernel/random/boot_id").read_text().strip()

@@ -7,7 +7,8 @@ A sample is lines of ``<key> <values>``: ``time`` (the node's ``$EPOCHREALTIME``
 ``/proc/stat``: user nice system idle iowait irq softirq steal ..., in clock ticks),
 ``cores`` (the ``cpuN`` lines: online CPUs), ``running`` (``procs_running``, once per read,
 several reads a few ms apart; the reading shell counts itself) and ``psi`` (the ``some``
-line of ``/proc/pressure/cpu``, absent on a kernel without PSI). :func:`host_load` turns two
+line of ``/proc/pressure/cpu``, absent on a kernel without PSI) and ``boot`` (the kernel's
+boot id: hosts that print the same one share a kernel, as the namespace testbed's nodes do). :func:`host_load` turns two
 samples into the shares of the interval and the verdict :func:`busy_reasons`; a value that
 could not be read is None with a note naming why, never 0.
 
@@ -31,6 +32,7 @@ from interop_runner.parsers.common import ParseError
 # 2 ms sleep between the reads of procs_running)
 HOST_LOAD_SCRIPT = (
     'exec 3<> <(:); echo "time $EPOCHREALTIME"; '
+    'read -r b </proc/sys/kernel/random/boot_id && echo "boot $b"; '
     'read -r a b c _ </proc/loadavg && echo "loadavg $a $b $c"; n=0; '
     'for i in 1 2 3 4 5; do while read -r k v; do case $k in '
     'cpu) [ "$i" = 1 ] && echo "cpu $v";; cpu[0-9]*) [ "$i" = 1 ] && n=$((n+1));; '
@@ -56,6 +58,7 @@ class LoadSample:
     running: list[int]  # procs_running, each read (the reader included)
     psi_some_us: int | None  # /proc/pressure/cpu ``some total=`` (µs)
     notes: list[str] = field(default_factory=list)
+    boot_id: str | None = None  # /proc/sys/kernel/random/boot_id
 
     @property
     def runnable_other(self) -> float | None:
@@ -68,7 +71,7 @@ class LoadSample:
 def parse_load_sample(text: str) -> LoadSample:
     """A sample as :data:`HOST_LOAD_SCRIPT` prints it; ParseError without its ``time``."""
     time_s: float | None = None
-    loadavg, cores, psi = None, None, None
+    loadavg, cores, psi, boot = None, None, None, None
     cpu: dict[str, int] = {}
     running: list[int] = []
     notes: list[str] = []
@@ -86,6 +89,8 @@ def parse_load_sample(text: str) -> LoadSample:
                 cores = int(values[0]) or None
             elif key == "running" and values:
                 running.append(int(values[0]))
+            elif key == "boot" and values:
+                boot = values[0]
             elif key == "psi":
                 psi = int(dict(v.split("=", 1) for v in values if "=" in v)["total"])
         except (ValueError, KeyError):
@@ -98,7 +103,7 @@ def parse_load_sample(text: str) -> LoadSample:
         notes.append("/proc/pressure/cpu: not readable (a kernel without PSI)")
     if "steal" not in cpu:
         notes.append("/proc/stat: no steal field in the cpu line")
-    return LoadSample(time_s, loadavg, cpu, cores, running, psi, notes)
+    return LoadSample(time_s, loadavg, cpu, cores, running, psi, notes, boot)
 
 
 def _share(before: LoadSample, after: LoadSample, name: str, total: int) -> float | None:

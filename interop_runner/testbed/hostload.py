@@ -10,6 +10,7 @@ nothing here stops a campaign (a node that is really gone stops it elsewhere).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,10 @@ SAMPLE_TIMEOUT_S = 10.0
 MANAGEMENT = "management"  # the key of the management host (the runner's own machine)
 
 Sample = LoadSample | str  # a sample, or why there is none
+_MANAGEMENT_EXECUTOR = LocalExecutor(MANAGEMENT)
+# each executor's kernel (boot id) once a sample said it: hosts on one kernel are sampled
+# once per round (the namespace testbed's nodes are the management host's kernel)
+_KERNELS: weakref.WeakKeyDictionary[Executor, str] = weakref.WeakKeyDictionary()
 
 
 def sample(executor: Executor) -> Sample:
@@ -50,20 +55,38 @@ class HostLoad:
     when created and again at :meth:`finish`."""
 
     def __init__(self, executors: Sequence[tuple[str, Executor]]) -> None:
-        self.executors = [*executors, (MANAGEMENT, LocalExecutor(MANAGEMENT))]
+        self.executors = [(MANAGEMENT, _MANAGEMENT_EXECUTOR), *executors]
         self.before = self._samples()
 
     def _samples(self) -> dict[str, Sample]:
-        """A sample of every host, one after the other: hosts that share a kernel (the
-        namespace testbed's nodes) would count each other's samplers as other work."""
-        return {name: sample(ex) for name, ex in self.executors}
+        """A sample of every host, one after the other (samplers at once on one kernel
+        would count each other as other work); a host known to share the kernel of one
+        sampled before it in this round gets that sample (the same /proc)."""
+        taken: dict[str, Sample] = {}
+        by_kernel: dict[str, LoadSample] = {}
+        for name, ex in self.executors:
+            kernel = _KERNELS.get(ex)
+            shared = by_kernel.get(kernel) if kernel is not None else None
+            got: Sample = shared if shared is not None else sample(ex)
+            if shared is None and isinstance(got, LoadSample) and got.boot_id is not None:
+                _KERNELS[ex] = got.boot_id  # known from the next sample on
+                by_kernel.setdefault(got.boot_id, got)
+            taken[name] = got
+        return taken
 
     def finish(self) -> tuple[dict[str, Any], bool | None]:
         """``host_load`` (per host its load over the interval, and the thresholds) and
         ``host_busy`` (True: some host was busy; False: none was; None: none could be
         read)."""
         after = self._samples()
-        nodes = {name: entry(self.before[name], after[name]) for name, _ in self.executors}
+        nodes: dict[str, Any] = {}
+        first: dict[int, str] = {}  # a sample's first host
+        for name, _ in self.executors:
+            nodes[name] = entry(self.before[name], after[name])
+            owner = first.setdefault(id(after[name]), name)
+            if owner != name:  # the same kernel: the same figures, said once where from
+                nodes[name]["notes"] = [*nodes[name]["notes"],
+                                        f"the kernel of {owner}: its sample"]
         verdicts = [e["busy"] for e in nodes.values() if e["busy"] is not None]
         busy = any(verdicts) if verdicts else None
         return {"nodes": nodes, "thresholds": dict(THRESHOLDS)}, busy
