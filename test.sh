@@ -30,7 +30,9 @@ esac
 units_log=$(mktemp --tmpdir qir-unit-tests.XXXXXX.log)
 testbed_log=$(mktemp --tmpdir qir-testbed-tests.XXXXXX.log)
 start=$(date +%s)
-"${pytest[@]}" -p no:xdist -m "not testbed" "$@" tests >"$units_log" 2>&1 &
+# the unit run at a lower priority: the testbed run is the critical path, and its transfers,
+# calibrations and builds are what the CPU should go to first
+nice -n 10 "${pytest[@]}" -p no:xdist -m "not testbed" "$@" tests >"$units_log" 2>&1 &
 units=$!
 # on every exit the logs go; after Ctrl-C or a failure here the unit run too (pytest cleans
 # up after a SIGINT); once it has been waited for, its PID is forgotten (it may be reused)
