@@ -17,8 +17,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "interop_runner"
-RUNTIME_DEPS = {"cryptography", "docker", "dpkt", "duckdb", "matplotlib", "numpy", "pandas",
-                "paramiko", "pyarrow", "pydantic", "pyyaml", "ruptures", "scipy", "tqdm"}
+RUNTIME_DEPS = {"cryptography", "docker", "dpkt", "duckdb", "joblib", "matplotlib", "numpy",
+                "pandas", "paramiko", "pyarrow", "pydantic", "pyyaml", "ruptures", "scipy",
+                "tqdm"}
 # pip install -e changes the venv it runs in: only the checkout's own .venv (install.sh's)
 OWN_VENV = Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
 

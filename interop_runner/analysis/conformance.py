@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from interop_runner.analysis import cloud_store
 from interop_runner.analysis.envelope import (
     K_MAX,
     Envelope,
@@ -124,6 +125,18 @@ class _Trials:
 
 @functools.lru_cache(maxsize=256)
 def _cloud(trials: _Trials, k: int | None, k_max: int, seed: int) -> Cloud:
+    # in this process once (the LRU cache); across processes once (the report, a notebook's
+    # kernel and compare's figures of one campaign are made by three)
+    return stored_cloud(trials.digest, k, k_max, seed, code=cloud_store.CODE_KEY,
+                        trials=trials)
+
+
+@cloud_store.cached
+def stored_cloud(digest: str, k: int | None, k_max: int, seed: int, *, code: str,
+                 trials: _Trials) -> Cloud:
+    """:func:`_cloud` as :mod:`.cloud_store` keeps it: keyed by the trials' ``digest`` (the
+    trials themselves are not hashed again), k, k_max, the seed and the ``code`` it is
+    computed by."""
     pooled = np.vstack(trials.arrays)
     if k is not None:
         envelope = performance_envelope(trials.arrays, k, seed)

@@ -6,11 +6,12 @@ A sample is lines of ``<key> <values>``: ``time`` (the node's ``$EPOCHREALTIME``
 ``loadavg`` (the 1, 5 and 15 minute load averages), ``cpu`` (the ``cpu`` line of
 ``/proc/stat``: user nice system idle iowait irq softirq steal ..., in clock ticks),
 ``cores`` (the ``cpuN`` lines: online CPUs), ``running`` (``procs_running``, once per read,
-several reads a few ms apart; the reading shell counts itself) and ``psi`` (the ``some``
-line of ``/proc/pressure/cpu``, absent on a kernel without PSI) and ``boot`` (the kernel's
-boot id: hosts that print the same one share a kernel, as the namespace testbed's nodes do). :func:`host_load` turns two
-samples into the shares of the interval and the verdict :func:`busy_reasons`; a value that
-could not be read is None with a note naming why, never 0.
+several reads a few ms apart; the reading shell counts itself), ``psi`` (the ``some`` line
+of ``/proc/pressure/cpu``, absent on a kernel without PSI) and ``boot`` (the kernel's boot
+id: hosts that print the same one share a kernel, as the namespace testbed's nodes do).
+:func:`host_load` turns two samples into the shares of the interval and the verdict
+:func:`busy_reasons`; a value that could not be read is None with a note naming why,
+never 0.
 
 Why these and not the load average alone (docs/paths.md, "A busy host"): the load average
 is a one-minute moving average of everything runnable, the attempt's own processes and the
