@@ -17,6 +17,8 @@ fi
 rm -rf /var/cache/qir /var/tmp/qir /var/lib/qir
 rm -rf "$(go env GOMODCACHE 2>/dev/null || echo /root/go/pkg/mod)" \
   "$(go env GOCACHE 2>/dev/null || echo /root/.cache/go-build)" /root/.cargo/registry \
-  /root/.cargo/bin/inferno-* /root/.cache/pip /root/.cache/uv /root/.npm /root/.cache/matplotlib
+  /root/.cache/pip /root/.cache/uv /root/.npm /root/.cache/matplotlib /root/.cache/qir
+# through cargo: install.sh asks `cargo install --list`, which a removed binary does not change
+if command -v cargo >/dev/null; then cargo uninstall -q inferno 2>/dev/null || true; fi
 rm -rf "${checkout:?}/.venv"
 echo "emptied"

@@ -287,8 +287,10 @@ install_inferno() {
   cargo=$(cargo_bin)
   if [[ ! -x $cargo ]]; then
     log "cargo not found: flame graphs (inferno) unavailable; install Rust to get them"
-  elif ! "$cargo" install --list | grep -q "^inferno v$INFERNO_VERSION:"; then
-    "$cargo" install -q inferno --version "$INFERNO_VERSION" --locked
+  elif ! "$cargo" install --list | grep -q "^inferno v$INFERNO_VERSION:" \
+      || [[ ! -x ${CARGO_HOME:-$HOME/.cargo}/bin/inferno-flamegraph ]]; then
+    # (cargo's list says what it installed, not whether the binaries are still there)
+    "$cargo" install -q inferno --version "$INFERNO_VERSION" --locked --force
   fi
 }
 
