@@ -24,7 +24,9 @@ class Hangs(LocalExecutor):
 
 def test_each_host_and_the_management_host_are_read() -> None:
     hosts = [("server", LocalExecutor("server")), ("client", LocalExecutor("client"))]
-    HostLoad(hosts)  # the first samples say which kernel each host runs
+    first, _ = HostLoad(hosts).finish()  # its "before" samples say which kernel each runs
+    # the first round's "before" is each host's own: no host has both samples of another
+    assert [first["nodes"][n]["notes"] for n in ("server", "client")] == [[], []]
     load = HostLoad(hosts)
     hog = subprocess.Popen(["python3", "-c", "import time\nt=time.time()+1\n"
                             "while time.time() < t: pass"])

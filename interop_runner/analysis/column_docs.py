@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from interop_runner.analysis.ceilings import CEILING_COLUMNS
 from interop_runner.analysis.fairness import FAIRNESS_COLUMNS
+from interop_runner.analysis.host_columns import HOST_COLUMNS
 from interop_runner.analysis.path_columns import PATH_COLUMNS
 from interop_runner.monitors import ROLES, all_columns
 
@@ -70,15 +71,8 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
     "finished_at": ("UTC time", "run.json", "attempt end (management node)"),
     "schema_version": ("", "run.json", "schema version the record was written with"),
     "path": ("", "loader", "the attempt's directory"),
-    "host_busy": ("", "run.json host_busy", "some host (server, client, router, management) "
-                  "was busy over the attempt (docs/paths.md, \"A busy host\"); <NA>: not read "
-                  "(records before schema 7)"),
-    "host_busy_reasons": ("", "run.json host_load", "why, per host: \"<host>: <reason>\"; "
-                          "\"; \" between them"),
-    "host_load1_max": ("tasks", "run.json host_load", "highest 1-minute load average of the "
-                       "hosts after the attempt"),
-    "host_steal_share_max": ("", "run.json host_load", "highest share of a host's CPU time "
-                             "stolen by the hypervisor over the attempt"),
+    **{name: (unit, "run.json host_load, host_busy", meaning)
+       for name, (_, unit, meaning) in HOST_COLUMNS.items()},
     **{name: (unit, "run.json path", meaning)
        for name, (_, unit, meaning) in PATH_COLUMNS.items()},
     **{name: (unit, "run.json flows, bottleneck captures", meaning)

@@ -44,6 +44,7 @@ from interop_runner.analysis.envelope import (
     K_MAX,
     Envelope,
     choose_k,
+    content_digest,
     performance_envelope,
     retention,
 )
@@ -111,10 +112,7 @@ class _Trials:
     @classmethod
     def of(cls, trials: Sequence[Points]) -> _Trials:
         arrays = tuple(np.ascontiguousarray(t, dtype=np.float64) for t in trials)
-        digest = hashlib.sha256()
-        for array in arrays:
-            digest.update(array.tobytes() + b"|")
-        return cls(arrays, digest.hexdigest())
+        return cls(arrays, content_digest(arrays))
 
     def __hash__(self) -> int:
         return hash(self.digest)

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["Envelope", "Hull", "K_DRAWS", "K_MARGIN", "K_MAX", "Retention", "TOLERANCE",
-           "choose_k", "clusters", "hull_of", "hull_polygons",
+           "choose_k", "clusters", "content_digest", "hull_of", "hull_polygons",
            "performance_envelope", "retention"]
 
 Points = NDArray[np.float64]  # (n, 2)
@@ -311,7 +311,7 @@ def retention(trials: Sequence[Points], k_max: int = K_MAX, seed: int = 0,
     """The PEs with k = 1 .. min(k_max, the smallest trial's points) clusters, which points
     each keeps and R(k) averaged over ``draws`` clusterings (:class:`Retention`)."""
     pooled = np.vstack(trials)
-    content = _content(trials)
+    content = content_digest(trials)
     largest = max(1, min(k_max, *(len(t) for t in trials)))
     envelopes, kept, curve = [], [], []
     for k in range(1, largest + 1):
@@ -358,8 +358,9 @@ def _hull(points: Points) -> Hull:
     return _remembered(_HULLS, HULL_CACHE, key, lambda: hull_of(points))
 
 
-def _content(trials: Sequence[Points]) -> Hashable:
-    """The trials' points as a key: their dtypes, shapes and bytes (digested)."""
+def content_digest(trials: Sequence[Points]) -> str:
+    """The trials' points as a key (SHA-256 hex of their dtypes, shapes and bytes): equal
+    trials, equal key, wherever they lie in memory."""
     digest = hashlib.sha256()
     for t in trials:
         digest.update(f"{t.dtype.str}{t.shape}".encode() + np.ascontiguousarray(t).tobytes())

@@ -16,6 +16,7 @@ import numpy as np
 
 from interop_runner.analysis.ceilings import CEILING_COLUMNS
 from interop_runner.analysis.fairness import FAIRNESS_COLUMNS
+from interop_runner.analysis.host_columns import HOST_COLUMNS
 from interop_runner.analysis.path_columns import PATH_COLUMNS
 from interop_runner.parsers.snapshots import NamesMemo
 
@@ -83,11 +84,8 @@ COLUMNS: dict[str, Any] = {
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",
     "path": "string",
-    # how busy the hosts were over the attempt (run.json 7 host_load; <NA>: not read)
-    "host_busy": "boolean",
-    "host_busy_reasons": "string",
-    "host_load1_max": "Float64",
-    "host_steal_share_max": "Float64",
+    # how busy the hosts were over the attempt (analysis/host_columns.py); <NA>: not read
+    **{name: dtype for name, (dtype, _, _) in HOST_COLUMNS.items()},
     # the emulated path (analysis/path_columns.py); <NA> over the direct link
     **{name: dtype for name, (dtype, _, _) in PATH_COLUMNS.items()},
     # competing flows and their fairness (analysis/fairness.py); <NA> without flows

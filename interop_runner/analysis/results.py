@@ -37,6 +37,7 @@ from interop_runner.analysis.frame import (
     merge_chunks,
     pooled_chunks,
 )
+from interop_runner.analysis.host_columns import host_values
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
 from interop_runner.analysis.path_columns import path_values
 from interop_runner.config.sweep import slug
@@ -104,32 +105,13 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
         negotiated = side.get("negotiated") or {}
         row[f"{role}_negotiated_cipher"] = negotiated.get("cipher")
         row[f"{role}_negotiated_cc"] = negotiated.get("congestion_control")
-    row.update(host_values(data.get("host_load")))
+    row.update(host_values(data))
     row.update(path_values(data, data.get("goodput_mbps")))
     row.update(ceiling_values(data))  # what the path allows; read by the diagnosis
     # competing flows: their series is parsed from the captures once and kept as
     # flows.parquet in the attempt directory (analysis/flow_series.py)
     row.update(fairness_values(path.parent, data))
     return row
-
-
-def host_values(load: Any) -> dict[str, Any]:
-    """The host-load columns of a record's ``host_load`` (``host_busy`` is read as is):
-    the reasons of the busy hosts, the highest load average and steal share; None where no
-    host said."""
-    nodes = (load or {}).get("nodes") if isinstance(load, dict) else None
-    if not isinstance(nodes, dict):
-        return {"host_busy_reasons": None, "host_load1_max": None, "host_steal_share_max": None}
-    entries = [(name, e) for name, e in nodes.items() if isinstance(e, dict)]
-    reasons = [f"{name}: {r}" for name, e in entries for r in e.get("busy_reasons") or []]
-
-    def highest(key: str) -> float | None:
-        values = [e[key] for _, e in entries if isinstance(e.get(key), (int, float))]
-        return max(values) if values else None
-
-    return {"host_busy_reasons": "; ".join(reasons) or None,
-            "host_load1_max": highest("load1_after"),
-            "host_steal_share_max": highest("steal_share")}
 
 
 def parse_attempt(path: Path) -> ParsedAttempt:

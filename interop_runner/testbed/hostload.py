@@ -80,11 +80,11 @@ class HostLoad:
         read)."""
         after = self._samples()
         nodes: dict[str, Any] = {}
-        first: dict[int, str] = {}  # a sample's first host
+        first: dict[tuple[int, int], str] = {}  # the first host of a pair of samples
         for name, _ in self.executors:
             nodes[name] = entry(self.before[name], after[name])
-            owner = first.setdefault(id(after[name]), name)
-            if owner != name:  # the same kernel: the same figures, said once where from
+            owner = first.setdefault((id(self.before[name]), id(after[name])), name)
+            if owner != name:  # both samples another host's (one kernel): said where from
                 nodes[name]["notes"] = [*nodes[name]["notes"],
                                         f"the kernel of {owner}: its sample"]
         verdicts = [e["busy"] for e in nodes.values() if e["busy"] is not None]
