@@ -51,6 +51,9 @@ def cmd_path(args: argparse.Namespace) -> int:
         for item in cal.get("checks", []):
             mark = "ok  " if item["ok"] else "FAIL"
             print(f"  {mark} {_line(item)}")
+        for number, earlier in enumerate(cal.get("earlier") or [], start=1):
+            failed = "; ".join(_line(i) for i in earlier.get("checks", []) if not i["ok"])
+            print(f"  (calibration {number} failed on a busy host, so it was repeated: {failed})")
     if args.json is not None:
         args.json.write_text(json.dumps([{"variant": c.variant.id, "key": c.key, **c.entry}
                                          for c in checks], indent=1))
