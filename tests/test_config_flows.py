@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from interop_runner.config.campaign import apply_overrides, load_campaign_testbeds
-from interop_runner.config.flows import FlowConfig, FlowSet, parse_seconds
+from interop_runner.config.flows import FlowConfig, FlowSet
 from interop_runner.config.params import StandardParams
 from interop_runner.config.sweep import slug
 from interop_runner.errors import ConfigError
@@ -46,12 +46,6 @@ def refused(**kwargs: object) -> str:
         FlowConfig.model_validate(kwargs)
     (error,) = info.value.errors()
     return str(error["msg"])
-
-
-@pytest.mark.parametrize("text, seconds", [
-    ("60s", 60.0), ("2min", 120.0), ("500ms", 0.5), (90, 90.0), (1.5, 1.5), ("3 s", 3.0)])
-def test_parse_seconds(text: object, seconds: float) -> None:
-    assert parse_seconds(text) == seconds
 
 
 def test_a_pair_flow_and_a_tcp_flow() -> None:

@@ -19,8 +19,6 @@ from interop_runner.config.path import (
     ResolvedLink,
     SplitConfig,
     parse_buffer,
-    parse_ms,
-    parse_rate,
     read_trace,
     trace_rate_bps,
 )
@@ -43,44 +41,7 @@ def refused(**kwargs: object) -> str:
     return str(error["msg"])
 
 
-# -- units -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, bits", [
-    ("20mbit", 20_000_000), ("1.5gbit", 1_500_000_000), ("100kbit", 100_000), ("8000bit", 8000),
-    ("20 Mbit", 20_000_000), ("1GBIT", 10**9), (20_000_000, 20_000_000), (2.5e6, 2_500_000),
-    ("64000", 64_000),
-])
-def test_parse_rate(text: object, bits: int) -> None:
-    assert parse_rate(text) == bits
-
-
-@pytest.mark.parametrize("text, message", [
-    ("20mbps", "cannot parse rate"), ("fast", "cannot parse rate"), ("-5mbit", "cannot parse"),
-    ("1e3mbit", "cannot parse"), (7999, "below 8 kbit/s"), ("0.5kbit", "below 8 kbit/s"),
-    (0, "below 8 kbit/s"), (True, "a rate is a number"), (float("inf"), "not a finite number"),
-    (float("nan"), "not a finite number"),
-])
-def test_parse_rate_refuses(text: object, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        parse_rate(text)
-
-
-@pytest.mark.parametrize("text, ms", [
-    ("50ms", 50.0), ("1s", 1000.0), ("1.5s", 1500.0), ("250us", 0.25), ("0.5 MS", 0.5),
-    (20, 20.0), (0, 0.0), (12.5, 12.5), ("7", 7.0),
-])
-def test_parse_ms(text: object, ms: float) -> None:
-    assert parse_ms(text) == pytest.approx(ms)
-
-
-@pytest.mark.parametrize("text, message", [
-    ("-1ms", "cannot parse time"), ("5min", "cannot parse time"), (-1, "cannot be negative"),
-    (True, "a time is a number"), (float("inf"), "not a finite number"),
-])
-def test_parse_ms_refuses(text: object, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        parse_ms(text)
-
-
+# -- units (the rates and times themselves: tests/test_units.py) --------------------------------
 @pytest.mark.parametrize("text, buffer", [
     ("1bdp", Buffer(1.0, "bdp")), ("0.5bdp", Buffer(0.5, "bdp")), ("5 BDP", Buffer(5.0, "bdp")),
     ("100p", Buffer(100.0, "packets")), ("2pkt", Buffer(2.0, "packets")),

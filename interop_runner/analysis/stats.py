@@ -17,8 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from interop_runner.config.path import parse_ms, parse_rate
-from interop_runner.units import parse_size
+from interop_runner.units import parse_ms, parse_rate, parse_size
 
 TUKEY_K = 1.5
 STAT_COLUMNS = ("attempts", "n", "failures", "median", "q1", "q3", "iqr", "mean", "std",

@@ -11,37 +11,20 @@ two-link path a flow may be pinned to one link (``link: 0`` or ``1``) or split o
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from interop_runner.config.params import CongestionControl, StandardParams
-from interop_runner.config.path import parse_ms
 from interop_runner.config.written import SECONDS_UNITS, SIZE_UNITS, refuse_bare
-from interop_runner.units import positive_size
+from interop_runner.units import parse_seconds, positive_size
 
 MAX_FLOWS = 32  # ports port .. port + 31 on each node; each flow's processes on both nodes
 FlowKind = Literal["quic", "tcp"]
 MAX_SECONDS = 86400.0  # the longest duration, start offset or timeout a config may give
-_MINUTES_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*min\s*$", re.IGNORECASE)
 _LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
 _PIN = re.compile(r"@([01])(?=#\d+$|$)")  # a label's link pin: quic-go/reno@0, tcp/cubic@1#2
-
-
-def parse_seconds(value: Any) -> float:
-    """Seconds from ``60s``, ``2min``, ``500ms`` or a number of seconds (ValueError)."""
-    if isinstance(value, str):
-        minutes = _MINUTES_RE.match(value)
-        return float(minutes.group(1)) * 60.0 if minutes else parse_ms(value) / 1e3
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"cannot parse time {value!r} (use e.g. 60s, 2min, 500ms)")
-    if not math.isfinite(value):
-        raise ValueError(f"{value!r} is not a finite number of seconds")
-    if value < 0:
-        raise ValueError("a time cannot be negative")
-    return float(value)
 
 
 def parse_duration(value: Any) -> float | None:

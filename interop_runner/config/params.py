@@ -15,9 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from interop_runner.config.path import parse_ms
 from interop_runner.config.written import SIZE_UNITS, TIME_UNITS, is_bare, refuse_bare
-from interop_runner.units import positive_size
+from interop_runner.units import parse_ms, positive_size
 
 CongestionControl = Literal["cubic", "reno", "bbr"]
 Cipher = Literal["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",

@@ -15,7 +15,6 @@ the model's unit only in a stored document.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,60 +36,17 @@ from interop_runner.config.written import (
     refuse_bare,
     written,
 )
-from interop_runner.units import parse_size
+from interop_runner.units import parse_ms, parse_rate, parse_size
 
 # plausible ranges (docs/paths.md): a delay or RTT of at most 10 s, a rate of at most 1.6
-# Tbit/s (the fastest Ethernet), a buffer of at most 4 GiB (tbf's limit is a 32-bit byte count)
+# Tbit/s (the fastest Ethernet: units.MAX_RATE_BPS), a buffer of at most 4 GiB (tbf's limit
+# is a 32-bit byte count)
 MAX_PATH_MS = 10_000.0
-MAX_RATE_BPS = 1_600 * 10**9
 MAX_BUFFER_BYTES = 2**32 - 1
 WIRE_PACKET = 1514  # bytes a full 1500-byte IP packet occupies in tbf (+ Ethernet header)
 TRACE_OPPORTUNITY = 1500  # bytes one line of a mahimahi trace delivers
-_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit)?\s*$", re.IGNORECASE)
-_RATE_FACTORS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
-_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)?\s*$", re.IGNORECASE)
-_TIME_FACTORS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 BUFFER_UNITS = f"bdp, p (packets) or {SIZE_UNITS}"
 _BUFFER_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bdp|p|pkt|packets)\s*$", re.IGNORECASE)
-
-
-def parse_rate(value: Any) -> int:
-    """A rate in bit/s from ``20mbit``, ``1.5gbit`` or a number (ValueError otherwise)."""
-    if isinstance(value, bool):
-        raise ValueError("a rate is a number of bit/s or a string like '20mbit'")
-    if isinstance(value, (int, float)):
-        number, unit = float(value), "bit"
-    else:
-        match = _RATE_RE.match(str(value))
-        if not match:
-            raise ValueError(f"cannot parse rate {value!r} (use e.g. 20mbit, 1gbit)")
-        number, unit = float(match.group(1)), (match.group(2) or "bit").lower()
-    if not math.isfinite(number):
-        raise ValueError(f"rate {value!r} is not a finite number")
-    bits = int(round(number * _RATE_FACTORS[unit]))
-    if bits < 8000:
-        raise ValueError(f"rate {value!r} is below 8 kbit/s")
-    if bits > MAX_RATE_BPS:
-        raise ValueError(f"rate {value!r} is above 1.6 Tbit/s, more than any NIC carries")
-    return bits
-
-
-def parse_ms(value: Any) -> float:
-    """A time in ms from ``50ms``, ``1s``, ``250us`` or a number of ms (ValueError)."""
-    if isinstance(value, bool):
-        raise ValueError("a time is a number of ms or a string like '50ms'")
-    if isinstance(value, (int, float)):
-        ms = float(value)
-    else:
-        match = _TIME_RE.match(str(value))
-        if not match:
-            raise ValueError(f"cannot parse time {value!r} (use e.g. 50ms, 1s)")
-        ms = float(match.group(1)) * _TIME_FACTORS[(match.group(2) or "ms").lower()]
-    if not math.isfinite(ms):
-        raise ValueError(f"time {value!r} is not a finite number")
-    if ms < 0:
-        raise ValueError("a time cannot be negative")
-    return ms
 
 
 def path_ms(value: Any) -> float:
