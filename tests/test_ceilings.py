@@ -19,8 +19,6 @@ import pytest
 from interop_runner.analysis import load_results
 from interop_runner.analysis.ceilings import (
     CEILING_COLUMNS,
-    RENO_BACKOFFS,
-    WINDOWS,
     ceiling_values,
     flow_control_ceiling_mbps,
     link_ceiling_mbps,
@@ -28,8 +26,10 @@ from interop_runner.analysis.ceilings import (
     mathis_ceiling_mbps,
     mathis_payload,
     payload_bytes,
+    receive_windows,
     receiver_window,
     reno_backoff,
+    reno_backoffs,
 )
 from interop_runner.analysis.diagnosis import diagnose
 
@@ -103,7 +103,7 @@ def test_receiver_windows() -> None:
                          ("tcp-tls", "TCP"), ("lsquic-bun", "Bun"), ("mystack", "no window")):
         size, why = receiver_window(name, "1")
         assert size is None and reason in why, (name, why)
-    assert all(w.size is None or w.size >= 6 * MiB for w in WINDOWS.values())
+    assert all(w.size is None or w.size >= 6 * MiB for w in receive_windows().values())
 
 
 # ------------------------------------------------------------------------ the real sample
@@ -168,7 +168,7 @@ def test_a_reno_that_keeps_more_of_its_window_gets_more() -> None:
     assert mathis_ceiling_mbps(1444, 50.0, 0.001, 0.5) == mathis_ceiling_mbps(1444, 50.0, 0.001)
     assert reno_backoff("quic-go") == reno_backoff("quic-go@v0.64.0") == 0.7
     assert reno_backoff("quiche") == reno_backoff(None) == 0.5
-    assert "renoBeta = 0.7" in RENO_BACKOFFS["quic-go"].source
+    assert "renoBeta = 0.7" in reno_backoffs()["quic-go"].source
 
 
 def test_loss_limited_reno() -> None:

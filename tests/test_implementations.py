@@ -131,3 +131,40 @@ def test_docs_support_table_matches_meta_files():
 
     doc = (IMPLEMENTATIONS_DIR.parent / "docs" / "implementations.md").read_text()
     assert support_table(load_registry()) in doc
+
+
+# -- facts for the analysis (receive_window, reno_backoff) -------------------------------------
+def test_every_implementation_says_its_receive_window() -> None:
+    """The closed-form ceiling needs each stack's window (or why it has none): a stack added
+    without one would be NA with "no window known" in every path campaign."""
+    from interop_runner.config.implementations import load_registry
+
+    registry = load_registry()
+    assert {n for n, m in registry.items() if m.receive_window is None} == set()
+    assert registry["quic-go"].receive_window.size == 6 << 20  # type: ignore[union-attr]
+    assert registry["aioquic"].receive_window.unbounded  # type: ignore[union-attr]
+    assert registry["quic-go"].reno_backoff.keeps == 0.7  # type: ignore[union-attr]
+    assert registry["quiche"].reno_backoff is None
+
+
+@pytest.mark.parametrize("written, message", [
+    ({"size": 16777216, "source": "x"}, "give the unit"),
+    ({"size": "16MiB", "unbounded": True, "source": "x"}, "exactly one of"),
+    ({"source": "x"}, "exactly one of"),
+    ({"size": "16MiB"}, "say where the window was read"),
+    ({"size": "0MiB", "source": "x"}, "larger than 0"),
+])
+def test_a_receive_window_is_refused_unless_it_is_one_thing_with_its_unit(
+        written: dict[str, object], message: str) -> None:
+    from interop_runner.config.implementations import ReceiveWindow
+
+    with pytest.raises(ValueError, match=message):
+        ReceiveWindow.model_validate(written)
+
+
+@pytest.mark.parametrize("keeps", [0, 1, 1.5, -0.2])
+def test_a_reno_backoff_keeps_a_share(keeps: float) -> None:
+    from interop_runner.config.implementations import RenoBackoff
+
+    with pytest.raises(ValueError):
+        RenoBackoff.model_validate({"keeps": keeps, "source": "x"})

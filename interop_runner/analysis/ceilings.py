@@ -17,10 +17,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CEILING_COLUMNS", "WINDOWS", "Window", "asked_window", "ceiling_values",
-           "flow_control_ceiling_mbps", "link_ceiling_mbps", "loss_tolerance",
-           "mathis_ceiling_mbps", "mathis_payload", "payload_bytes", "receiver_window",
-           "reno_backoff", "RENO_BACKOFFS"]
+from interop_runner.config.implementations import ReceiveWindow, RenoBackoff, load_registry
+
+__all__ = ["CEILING_COLUMNS", "asked_window", "ceiling_values", "flow_control_ceiling_mbps",
+           "link_ceiling_mbps", "loss_tolerance", "mathis_ceiling_mbps", "mathis_payload",
+           "payload_bytes", "receive_windows", "receiver_window", "reno_backoff",
+           "reno_backoffs"]
 
 # Bytes a full packet carries besides the file's data (docs/closed-form.md). tbf, the
 # bottleneck, counts the Ethernet header but no preamble, FCS or inter-frame gap.
@@ -60,76 +62,21 @@ LOSS_QUANTILE = 0.01  # a transfer sees fewer losses than this quantile once in 
 RENO_BACKOFF = 0.5  # RFC 9002 kLossReductionFactor: the window share Reno keeps after a loss
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """A stack's Reno that keeps another share of its window after a loss, and where that
-    is in its source."""
-
-    keeps: float
-    source: str
+def reno_backoffs() -> dict[str, RenoBackoff]:
+    """Senders whose "Reno" backs off by less than half (``reno_backoff`` in their meta.yml),
+    by implementation name; their Mathis ceiling uses their share."""
+    return {name: meta.reno_backoff for name, meta in load_registry().items()
+            if meta.reno_backoff is not None}
 
 
-#: Senders whose "Reno" backs off by less than half; their Mathis ceiling uses their share
-#: (found by this ceiling: quic-go ran 1.44 x Mathis at 0.1 % loss and 50 ms, 2026-11-27)
-RENO_BACKOFFS = {
-    name: Backoff(0.7, "quic-go v0.65.0 internal/congestion/cubic_sender.go:16 renoBeta = 0.7 "
-                       "(\"Reno backoff factor\", CUBIC's)")
-    for name in ("quic-go", "quic-go-qir")}
+def receive_windows() -> dict[str, ReceiveWindow]:
+    """Each implementation's receiver window (``receive_window`` in its meta.yml), by name.
+    The receiver (the client: the data flows server -> client) decides the window; an
+    attempt whose client ran the flow_control_window parameter uses that instead
+    (:func:`asked_window`)."""
+    return {name: meta.receive_window for name, meta in load_registry().items()
+            if meta.receive_window is not None}
 
-MiB = 1 << 20
-
-
-@dataclass(frozen=True)
-class Window:
-    """The largest flow-control window a stack's receiver grants in our harness: its stream
-    window, or its connection window where that is smaller (``size`` None: the stack raises
-    its credit without bound). ``versions``: the library versions the window was read for
-    when it is the library's default; empty when our harness sets it for any version."""
-
-    size: int | None
-    source: str
-    versions: tuple[str, ...] = ()
-
-
-# The receiver (the client: the data flows server -> client) decides the window. Read from
-# the harnesses in implementations/ and the pinned sources (docs/closed-form.md). An attempt
-# whose client ran the flow_control_window parameter uses that instead (asked_window).
-WINDOWS: dict[str, Window] = {
-    # the harness leaves quic.Config's windows unset (implementations/quic-go/internal/
-    # common/common.go:95): auto-tuned up to 6 MiB per stream (15 MiB per connection)
-    "quic-go": Window(6 * MiB, "quic-go internal/protocol/params.go:25 "
-                      "DefaultMaxReceiveStreamFlowControlWindow", ("v0.64.0", "v0.65.0")),
-    "quic-go-qir": Window(6 * MiB, "the quic-go harness's binaries (meta.yml); quic-go "
-                          "internal/protocol/params.go:25", ("v0.65.0",)),
-    # 16 MiB per stream auto-tuned up to twice that; connection 32, up to 64 MiB
-    "quiche": Window(32 * MiB, "implementations/quiche/src/lib.rs:155-160 "
-                     "(set_max_stream_window(2 x 16 MiB))"),
-    # fixed: the credit is the bytes read plus the window (quinn-proto 0.11.19
-    # src/connection/streams/recv.rs:113)
-    "quinn": Window(16 * MiB, "implementations/quinn/src/lib.rs:120 (stream_receive_window)"),
-    "s2n-quic": Window(16 * MiB, "implementations/s2n-quic/src/lib.rs:119 "
-                       "(bidirectional local data window)"),
-    # M is 2^20 in ngtcp2's examples (util.cc parse_uint_iec); auto-tuned up to the max
-    "ngtcp2": Window(16 * MiB, "implementations/ngtcp2/common.sh:92-93 "
-                     "(--max-stream-data-bidi-local=16M --max-stream-window=16M)"),
-    "ngtcp2-trixie": Window(16 * MiB, "implementations/ngtcp2-trixie/image/run_endpoint.sh:78 "
-                            "(--max-stream-window=16M)"),
-    "lsquic": Window(16 * MiB, "implementations/lsquic/harness/qir.c:258 "
-                     "(es_max_sfcw = QIR_STREAM_WINDOW, qir.h:25)"),
-    # 16 MiB per stream, which MsQuic doubles while below the 32 MiB connection window
-    # (msquic 2.5.1-beta src/core/stream_recv.c:772-801)
-    "msquic": Window(32 * MiB, "implementations/msquic/src/lib.rs:66-67 "
-                     "(StreamRecvWindowDefault, ConnFlowControlWindow)"),
-    "aioquic": Window(None, "aioquic 1.7.2 src/aioquic/quic/connection.py:4239-4243 doubles "
-                      "the stream credit whenever more than half of it is used"),
-    "picoquic": Window(None, "picoquic d199d45b picoquic/frames.c:4549-4554 grants twice the "
-                       "credit again whenever half of it is used (no max_data_limit set)"),
-}
-UNKNOWN_WINDOWS = {
-    "lsquic-bun": "Bun sets lsquic's windows itself and does not expose them",
-    "nginx-h3": "the client is curl on OpenSSL's QUIC stack, whose window was not read",
-    "tcp-tls": "TCP: the kernel's auto-tuned receive window, not QUIC flow control",
-}
 
 # column -> (pandas dtype, unit, meaning)
 CEILING_COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -147,7 +94,7 @@ CEILING_COLUMNS: dict[str, tuple[str, str, str]] = {
                           "+ b) / (2 (1 - b) loss)) in place of sqrt(3 / (2 x loss))"),
     "ceiling_window_bytes": ("Int64", "bytes", "the receiver's largest flow-control window: "
                              "the flow_control_window parameter where the client ran it, "
-                             "else its stack's window (analysis/ceilings.py WINDOWS)"),
+                             "else its stack's window (receive_window in its meta.yml)"),
     "ceiling_flow_control_mbps": ("Float64", "Mbit/s (SI)", "flow-control-limited goodput: "
                                   "8 x window / base RTT"),
     "ceiling_mbps": ("Float64", "Mbit/s (SI)", "the lowest ceiling known"),
@@ -206,9 +153,9 @@ def mathis_payload(payload: float, packet: float, mtu: float, transport: str = "
 
 def reno_backoff(implementation: Any) -> float:
     """The share of its window the implementation's Reno keeps after a loss (a variant,
-    ``name@...``, as its base): :data:`RENO_BACKOFFS`, else Reno's 1/2."""
+    ``name@...``, as its base): its meta.yml's ``reno_backoff``, else Reno's 1/2."""
     base = str(implementation).split("@", 1)[0]
-    known = RENO_BACKOFFS.get(base)
+    known = reno_backoffs().get(base)
     return known.keeps if known else RENO_BACKOFF
 
 
@@ -235,11 +182,11 @@ def receiver_window(implementation: str | None, version: str | None
                     ) -> tuple[int | None, str | None]:
     """The receiver's largest flow-control window in bytes, or None with the reason."""
     name = (implementation or "").split("@", 1)[0]  # a version variant: <name>@<version>
-    if name in UNKNOWN_WINDOWS:
-        return None, f"{name}: {UNKNOWN_WINDOWS[name]}"
-    window = WINDOWS.get(name)
+    window = receive_windows().get(name)
     if window is None:
         return None, f"no window known for {implementation or 'the client'}"
+    if window.unknown:
+        return None, f"{name}: {window.unknown}"
     if window.size is None:
         return None, f"{name} grants credit without bound ({window.source})"
     if window.versions and version not in window.versions:
@@ -279,7 +226,7 @@ class _Attempt:
     payload: float
     mathis_payload: float
     sender_cc: Any
-    sender: Any  # the server's implementation (its Reno's backoff: RENO_BACKOFFS)
+    sender: Any  # the server's implementation (its Reno's backoff: reno_backoff in meta.yml)
     receiver: Any
     receiver_version: Any
     window: int | None  # the flow_control_window the client ran (None: its own)
@@ -406,7 +353,7 @@ def _loss(attempt: _Attempt) -> _Ceiling:
 
 def _flow_control(attempt: _Attempt) -> tuple[_Ceiling, int | None]:
     """One receive window per base round trip, and the window: the one the client was asked
-    for (flow_control_window), else its stack's (:data:`WINDOWS`)."""
+    for (flow_control_window), else its stack's (:func:`receive_windows`)."""
     if attempt.flow_count:
         return _Ceiling(missing=f"{attempt.flow_count} competing flows (a window per flow)"), None
     if not attempt.rtt_ms:

@@ -9,13 +9,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from interop_runner.config.flows import FlowConfig
 from interop_runner.config.params import StandardParams, Supports, pair_unsupported
 from interop_runner.errors import RegistryError
 from interop_runner.paths import IMPLEMENTATIONS_DIR
-from interop_runner.units import parse_size
+from interop_runner.units import parse_size, positive_size
 
 ROLES = ("server", "client")
 SCRIPTS = ("setup", "pre", "run-server", "run-client", "post", "version")
@@ -156,6 +163,49 @@ def source_files(tree: Path) -> list[Path]:
                   and not _BUILD_DIRS.intersection(p.relative_to(tree).parts))
 
 
+class ReceiveWindow(BaseModel):
+    """``receive_window:`` in meta.yml: the largest flow-control window the stack's receiver
+    grants in our harness (its stream window, or its connection window where that is
+    smaller), read from the harness and the pinned sources; the flow-control ceiling of
+    docs/closed-form.md divides it by the RTT. Exactly one of ``size`` (bytes, with a unit),
+    ``unbounded`` (it raises its credit without bound) and ``unknown`` (why it was not read).
+    ``versions``: the library versions ``size`` was read for, when it is the library's
+    default; empty when the harness sets it for any version."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    size: int | None = None
+    unbounded: bool = False
+    unknown: str | None = None
+    source: str = ""
+    versions: tuple[str, ...] = ()
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int | None:
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise ValueError(f"give the unit: {value} is it in bytes? (e.g. 16MiB)")
+        return None if value is None else positive_size(value)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "ReceiveWindow":
+        given = [k for k in ("size", "unbounded", "unknown") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of size, unbounded: true, unknown: <why>")
+        if not self.unknown and not self.source:
+            raise ValueError("say where the window was read (source)")
+        return self
+
+
+class RenoBackoff(BaseModel):
+    """``reno_backoff:`` in meta.yml: the share of its window the stack's Reno keeps after a
+    loss, where that is not RFC 9002's 1/2, and where its source says so; the loss-limited
+    (Mathis) ceiling of docs/closed-form.md uses it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    keeps: float = Field(gt=0, lt=1)
+    source: str = Field(min_length=1)
+
+
 class ImplementationMeta(BaseModel):
     """Contents of ``meta.yml`` plus where the implementation lives."""
 
@@ -181,6 +231,9 @@ class ImplementationMeta(BaseModel):
     image: ImageSpec | None = None
     # upstream source archives its setup builds from (SHA-256 checked, copied to the nodes)
     sources: list[UpstreamArchive] = []
+    # facts the analysis needs about the stack (docs/closed-form.md)
+    receive_window: ReceiveWindow | None = None
+    reno_backoff: RenoBackoff | None = None
 
     @property
     def is_image(self) -> bool:

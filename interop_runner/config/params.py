@@ -56,7 +56,7 @@ class StandardParams(BaseModel):
     max_ack_delay: int | None = Field(None, ge=1, le=MAX_ACK_DELAY_LIMIT_MS)
     # the data receiver's (the client's) flow-control window in bytes (paper 003 section
     # IV.C): its initial connection and stream credit, kept fixed (no auto-tuning beyond it).
-    # None: the harness's own windows (analysis/ceilings.py WINDOWS)
+    # None: the harness's own windows (receive_window in its meta.yml)
     flow_control_window: int | None = Field(None, ge=MIN_FLOW_CONTROL_WINDOW, le=MAX_VARINT)
 
     @field_validator("socket_rcvbuf", "socket_sndbuf", "flow_control_window", mode="before")
