@@ -12,7 +12,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from interop_runner.config.campaign import CampaignConfig, load_testbed  # noqa: E402
+from interop_runner.config.campaign import CampaignConfig  # noqa: E402
+from interop_runner.config.loader import load_testbed  # noqa: E402
 from interop_runner.measure.campaign import Campaign  # noqa: E402
 from interop_runner.measure.outcome import CampaignResult  # noqa: E402
 from interop_runner.storage.run_record import RunRecord  # noqa: E402

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from common import machine
 
-from interop_runner.config.campaign import CampaignConfig, load_testbed
+from interop_runner.config.campaign import CampaignConfig
+from interop_runner.config.loader import load_testbed
 from interop_runner.measure.campaign import Campaign
 from interop_runner.testbed import local
 from interop_runner.units import parse_size

@@ -29,7 +29,7 @@ from typing import Any
 import dpkt
 from common import machine
 
-from interop_runner.config.campaign import load_campaign
+from interop_runner.config.loader import load_campaign
 from interop_runner.measure import path_check
 from interop_runner.testbed import local
 from interop_runner.testbed.path import node as path_node

@@ -13,7 +13,7 @@
 #   --timeout S   SSH connect timeout in seconds (default: each node's ssh.connect_timeout)
 #   --facts       also print each reachable node's host facts summary (the same script the
 #                 runner runs once per campaign, interop_runner/testbed/hostfacts.py), as JSON
-# The testbed file is read with the project's own loader (interop_runner.config.campaign.load_testbed)
+# The testbed file is read with the project's own loader (interop_runner.config.loader.load_testbed)
 # through .venv/bin/python (QIR_PYTHON overrides), so it is validated exactly like `run.py`.
 set -euo pipefail
 
@@ -58,7 +58,7 @@ command -v ssh >/dev/null || die "ssh not found: install openssh-client"
 # Also the tools the runner needs on every node and those of each monitor.
 read -r -d '' PY <<'EOF' || true
 import ipaddress, math, os, shlex, sys
-from interop_runner.config.campaign import load_testbed
+from interop_runner.config.loader import load_testbed
 from interop_runner.errors import ConfigError
 from interop_runner.monitors import MONITORS as MONITOR_SPECS
 from interop_runner.testbed.node import REQUIRED_TOOLS, ROUTER_TOOLS

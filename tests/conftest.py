@@ -82,7 +82,7 @@ def local_testbed():
     """Bring the namespace testbed up for the session (down at the end if we brought it up)."""
     if os.geteuid() != 0 or shutil.which("sshd", path="/usr/sbin:/usr/bin") is None:
         pytest.skip("integration tests need root and openssh-server (pos_scripts/install.sh)")
-    from interop_runner.config.campaign import load_testbed
+    from interop_runner.config.loader import load_testbed
     from interop_runner.testbed import local
 
     was_up = local.status().healthy

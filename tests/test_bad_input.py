@@ -158,7 +158,7 @@ def test_unknown_key_hint_replaces_missing_key(monkeypatch: pytest.MonkeyPatch) 
 
 
 def config_error_line(path: Path) -> str:
-    from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
+    from interop_runner.config.loader import check_ssh_files, load_campaign_testbeds
     from interop_runner.errors import ConfigError
 
     rel = path.relative_to(ROOT)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.config.campaign import load_campaign
+from interop_runner.config.loader import load_campaign
 from interop_runner.measure.attempt import Attempt
 from interop_runner.measure.campaign import Campaign
 
@@ -345,7 +345,7 @@ def test_failed_setup_fails_only_its_pairs_with_the_log_tail(tmp_path, local_tes
                                                               monkeypatch):
     import shutil
 
-    from interop_runner.config import campaign as config_mod
+    from interop_runner.config import loader as config_mod
     from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
     from interop_runner.measure import campaign as campaign_mod
     from interop_runner.measure import plan as plan_mod

@@ -19,8 +19,9 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from interop_runner.config.campaign import NodeConfig, load_campaign_testbeds
 from interop_runner.config.implementations import load_registry
+from interop_runner.config.loader import load_campaign_testbeds
+from interop_runner.config.testbed import NodeConfig
 from interop_runner.errors import SchemaError, StoreError
 from interop_runner.measure import campaign as campaign_mod
 from interop_runner.measure import plan as plan_mod
@@ -72,7 +73,7 @@ def _impl(root: Path, name: str, meta: str, scripts: dict[str, str]) -> None:
 @pytest.fixture
 def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A registry of local implementations; returns the folder of client flag files."""
-    from interop_runner.config import campaign as config_mod
+    from interop_runner.config import loader as config_mod
 
     root, flags = tmp_path / "impls", tmp_path / "flags"
     flags.mkdir()

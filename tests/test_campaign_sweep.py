@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.config.campaign import load_campaign
 from interop_runner.config.knobs import DEFAULT_SOCKET_BUFFER
+from interop_runner.config.loader import load_campaign
 from interop_runner.measure.attempt import Attempt
 from interop_runner.measure.campaign import Campaign
 from interop_runner.measure.plan import build_plan

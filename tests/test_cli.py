@@ -137,7 +137,7 @@ def shuffled_config(path: Path, repetitions: int = 3) -> Path:
 def stored_campaign(directory: Path, config: Path, seed: int) -> Path:
     """A campaign directory as a campaign of ``config`` begins it: its campaign.json, built
     by the storage layer's builder; nothing ran."""
-    from interop_runner.config.campaign import load_campaign_testbeds
+    from interop_runner.config.loader import load_campaign_testbeds
     from interop_runner.storage.campaign_record import PlanInfo, new_campaign_record, write_campaign
 
     cfg, _ = load_campaign_testbeds(config)

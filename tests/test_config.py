@@ -5,12 +5,8 @@ from pathlib import Path
 import pytest
 
 from interop_runner.cli.main import main
-from interop_runner.config.campaign import (
-    DEFAULT_FILE_SIZE,
-    load_campaign,
-    load_campaign_testbeds,
-    load_testbed,
-)
+from interop_runner.config.campaign import DEFAULT_FILE_SIZE
+from interop_runner.config.loader import load_campaign, load_campaign_testbeds, load_testbed
 from interop_runner.errors import ConfigError
 
 from .conftest import TESTBED_FILE, write

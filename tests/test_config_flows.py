@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.config.campaign import apply_overrides, load_campaign_testbeds
 from interop_runner.config.flows import FlowConfig, FlowSet
+from interop_runner.config.loader import load_campaign_testbeds
+from interop_runner.config.overrides import apply_overrides
 from interop_runner.config.params import StandardParams
 from interop_runner.config.sweep import slug
 from interop_runner.errors import ConfigError

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.config.campaign import CampaignConfig, load_campaign_testbeds
+from interop_runner.config.campaign import CampaignConfig
+from interop_runner.config.loader import load_campaign_testbeds
 from interop_runner.config.path import (
     TRACE_OPPORTUNITY,
     WIRE_PACKET,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.config.campaign import load_testbed
+from interop_runner.config.loader import load_testbed
 from interop_runner.remote.docker_engine import LABEL_WORKDIR, Engine
 from interop_runner.remote.executor import LocalExecutor
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import pytest
 
-from interop_runner.config.campaign import load_campaign
+from interop_runner.config.loader import load_campaign
 from interop_runner.measure.attempt import Attempt
 from interop_runner.measure.campaign import Campaign
 from interop_runner.measure.outcome import CampaignStopped
@@ -626,7 +626,7 @@ def test_sigint_during_post(tmp_path, reliability, monkeypatch):
 def test_failed_setup_fails_only_its_runs(tmp_path, reliability, monkeypatch):
     import shutil
 
-    from interop_runner.config import campaign as config_mod
+    from interop_runner.config import loader as config_mod
     from interop_runner.config.implementations import IMPLEMENTATIONS_DIR, load_registry
     from interop_runner.measure import campaign as campaign_mod
     from interop_runner.measure import plan as plan_mod

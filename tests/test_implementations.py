@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.config.campaign import NodeConfig, SSHConfig
 from interop_runner.config.implementations import (
     IMPLEMENTATIONS_DIR,
     ParameterSpec,
@@ -14,6 +13,7 @@ from interop_runner.config.implementations import (
     load_registry,
 )
 from interop_runner.config.params import StandardParams
+from interop_runner.config.testbed import NodeConfig, SSHConfig
 from interop_runner.measure.attempt import Attempt, AttemptPlan
 from interop_runner.measure.side import SidePlan
 from interop_runner.remote.executor import LocalExecutor

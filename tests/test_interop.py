@@ -160,7 +160,7 @@ def test_native_lsquic_cipher_and_congestion_control(tmp_path, local_testbed, ci
 
 
 def test_interop_config_is_the_full_matrix():
-    from interop_runner.config.campaign import load_campaign
+    from interop_runner.config.loader import load_campaign
 
     cfg, _ = load_campaign(Path(__file__).parent.parent / "configs" / "interop.yml")
     assert set(cfg.servers) == set(cfg.clients) == set(NAMES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from interop_runner.config.campaign import load_campaign_testbeds
+from interop_runner.config.loader import load_campaign_testbeds
 from interop_runner.measure.plan import build_plan, plan_runs
 
 from .test_cli import shuffled_config, stored_campaign

@@ -756,7 +756,7 @@ def test_check_unknown_host_key_is_refused(sshd_netns: dict, tmp_path: Path) -> 
 
 # ----------------------------------------------------------------------- example testbed --
 def test_example_testbed_validates(tmp_path: Path) -> None:
-    from interop_runner.config.campaign import load_campaign, load_testbed
+    from interop_runner.config.loader import load_campaign, load_testbed
 
     tb = load_testbed(EXAMPLE)
     assert not tb.local
@@ -774,7 +774,7 @@ def test_example_testbed_validates(tmp_path: Path) -> None:
 
 
 def test_example_router_testbed_validates(tmp_path: Path) -> None:
-    from interop_runner.config.campaign import load_campaign, load_testbed
+    from interop_runner.config.loader import load_campaign, load_testbed
 
     tb = load_testbed(EXAMPLE_ROUTER)
     name, router = tb.router()
@@ -912,7 +912,7 @@ def test_run_on_the_local_testbed_names_the_install_command(
         stamps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not root (or no install.sh): one line naming the exact command, nothing run."""
     from interop_runner.cli import testbed as cli_testbed
-    from interop_runner.config.campaign import load_campaign
+    from interop_runner.config.loader import load_campaign
     from interop_runner.errors import UserError
 
     cfg, _ = load_campaign(ROOT / "configs" / "local.yml")
@@ -928,7 +928,7 @@ def test_run_fills_what_is_missing_with_install_sh(stamps: Path,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from interop_runner.cli import testbed as cli_testbed
-    from interop_runner.config.campaign import load_campaign
+    from interop_runner.config.loader import load_campaign
     from interop_runner.config.needs import Target, write_stamp
 
     cfg, _ = load_campaign(ROOT / "configs" / "local.yml")
@@ -954,7 +954,7 @@ def test_run_goes_on_with_a_warning_when_install_sh_fails(
     """A failed install (no network, no cargo for inferno) is one warning line: the campaign
     still runs, and a cache that is really missing fails its implementation's setup."""
     from interop_runner.cli import testbed as cli_testbed
-    from interop_runner.config.campaign import load_campaign
+    from interop_runner.config.loader import load_campaign
     from interop_runner.config.needs import Target, write_stamp
 
     cfg, _ = load_campaign(ROOT / "configs" / "local.yml")

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from interop_runner.config.campaign import CampaignConfig, load_campaign
+from interop_runner.config.campaign import CampaignConfig
 from interop_runner.config.knobs import format_cpulist, parse_cpulist
+from interop_runner.config.loader import load_campaign
 from interop_runner.errors import PreflightError
 from interop_runner.measure.preflight import check_knobs_on_nodes, knob_problems, pin_problem
 from interop_runner.parsers.hostfacts import split_sections, summarize_facts
@@ -156,7 +157,7 @@ def test_run_refuses_a_pin_the_nodes_do_not_have(tmp_path, local_testbed):
 def test_probe_connects_to_the_endpoints_only(config, facts, monkeypatch):
     """A campaign without a path measures on server and client: a router in the testbed
     file is not probed (nor its lease taken), so such a campaign runs as before."""
-    from interop_runner.config.campaign import load_testbed
+    from interop_runner.config.loader import load_testbed
     from interop_runner.measure import preflight
 
     from .conftest import TESTBED_FILE

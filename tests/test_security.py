@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.config.campaign import SSHConfig, check_ssh_files, load_campaign_testbeds
+from interop_runner.config.loader import check_ssh_files, load_campaign_testbeds
+from interop_runner.config.testbed import SSHConfig
 from interop_runner.errors import ConfigError, ConnectError, HostKeyError
 from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
 from interop_runner.remote.ssh import SSHExecutor
@@ -114,7 +115,7 @@ def test_private_files_executor_creates_0600_files_and_0700_dirs(tmp_path):
 
 
 def test_fetch_dir_holds_back_private_keys_and_key_logs(tmp_path):
-    from interop_runner.config.campaign import NodeConfig
+    from interop_runner.config.testbed import NodeConfig
 
     remote = tmp_path / "remote"
     files = {

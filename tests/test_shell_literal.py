@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.config.campaign import CampaignConfig, NodeConfig
+from interop_runner.config.campaign import CampaignConfig
 from interop_runner.config.implementations import ImplementationMeta, ParameterSpec
+from interop_runner.config.testbed import NodeConfig
 from interop_runner.measure.attempt import Attempt, AttemptPlan
 from interop_runner.measure.side import SidePlan
 from interop_runner.remote.executor import Executor, LocalExecutor

@@ -2,7 +2,8 @@
 
 import pytest
 
-from interop_runner.config.campaign import load_campaign, variant_configs
+from interop_runner.config.campaign import variant_configs
+from interop_runner.config.loader import load_campaign
 from interop_runner.config.sweep import Axis, Sweep, apply, order_runs, slug, variants
 from interop_runner.errors import ConfigError
 from interop_runner.measure.plan import plan_runs

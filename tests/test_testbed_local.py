@@ -474,7 +474,7 @@ def test_up_repairs_the_routers_forwarding_routes_and_namespace(connect: Connect
 def test_restore_covers_the_router(testbed: local.TestbedStatus) -> None:
     """`testbed restore` takes the router's lease and replays its restore journal, as it
     does the endpoints'."""
-    from interop_runner.config.campaign import load_testbed
+    from interop_runner.config.loader import load_testbed
     from interop_runner.testbed.leftovers import restore_testbed
 
     marker = Path(ROUTER.tmpdir) / "qir-restore-test"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from interop_runner.config.campaign import load_testbed
+from interop_runner.config.loader import load_testbed
 from interop_runner.testbed.local import layout
 from interop_runner.testbed.local.layout import (
     DATA,

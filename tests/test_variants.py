@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.config.campaign import load_campaign
 from interop_runner.config.implementations import VariantSpec, load_registry, resolve
+from interop_runner.config.loader import load_campaign
 from interop_runner.config.sweep import order_runs
 from interop_runner.errors import ConfigError
 from interop_runner.measure.campaign import side_params

@@ -34,7 +34,7 @@ def register(subparsers: "argparse._SubParsersAction[Any]") -> argparse.Argument
 def cmd_path(args: argparse.Namespace) -> int:
     """``path calibrate``: one block per path; exit 1 when any calibration failed."""
     from interop_runner.cli.testbed import ensure_local_testbed
-    from interop_runner.config.campaign import load_campaign
+    from interop_runner.config.loader import load_campaign
     from interop_runner.measure.path_check import calibrate_paths
 
     cfg, testbed = load_campaign(args.config)

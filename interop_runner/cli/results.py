@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
 from interop_runner.config.implementations import load_registry
+from interop_runner.config.loader import check_ssh_files, load_campaign_testbeds
 from interop_runner.errors import UserError
 from interop_runner.exit_codes import ExitCode
 from interop_runner.units import format_iec

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interop_runner.cli.testbed import ensure_local_testbed
-from interop_runner.config.campaign import check_ssh_files, load_campaign_testbeds
+from interop_runner.config.loader import check_ssh_files, load_campaign_testbeds
 from interop_runner.errors import UserError
 from interop_runner.exit_codes import ExitCode
 from interop_runner.units import format_iec
@@ -16,7 +16,8 @@ from interop_runner.units import format_iec
 if TYPE_CHECKING:
     from interop_runner.analysis.live_cache import LiveCache
     from interop_runner.analysis.progress import ProgressBar
-    from interop_runner.config.campaign import CampaignConfig, TestbedConfig
+    from interop_runner.config.campaign import CampaignConfig
+    from interop_runner.config.testbed import TestbedConfig
     from interop_runner.measure.campaign import Campaign
     from interop_runner.measure.hooks import Undecided
     from interop_runner.measure.outcome import CampaignResult

@@ -124,7 +124,7 @@ def ensure_installed(cfg: "CampaignConfig") -> None:
 def restore(path: Path | None) -> int:
     """Replay the restore journals of a testbed's nodes (and of this host for the local one);
     exit 1 when something could not be undone."""
-    from interop_runner.config.campaign import load_testbed
+    from interop_runner.config.loader import load_testbed
     from interop_runner.paths import LOCAL_TESTBED_FILE
     from interop_runner.testbed.leftovers import restore_testbed
 

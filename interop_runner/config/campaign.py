@@ -1,24 +1,16 @@
-"""Campaign and testbed configuration: YAML files validated into typed pydantic models.
-
-Every problem becomes one line ``<file>: <key.path>: <message>``, so a user sees which key to fix.
-"""
+"""The campaign file's model: what to measure (pairs or flows, file size or duration,
+parameters, knobs, monitors, path, sweep), validated into a typed, frozen ``CampaignConfig``;
+and every variant of its sweep as a config of its own. Reading files, the checks against the
+registry and the testbeds are in :mod:`interop_runner.config.loader`."""
 
 from __future__ import annotations
 
-import difflib
-import ipaddress
 import re
 import shlex
-from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-import yaml
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -32,26 +24,19 @@ from interop_runner.config.flows import (
     written_seconds,
 )
 from interop_runner.config.implementations import (
-    ImplementationMeta,
     VariantSpec,
-    load_registry,
-    resolve,
 )
 from interop_runner.config.knobs import Knobs
 from interop_runner.config.params import StandardParams
 from interop_runner.config.path import PathConfig
-from interop_runner.config.sweep import Sweep, Variant, apply, set_at, variants
+from interop_runner.config.strict import Strict
+from interop_runner.config.sweep import Sweep, Variant, apply, variants
 from interop_runner.config.written import (
     SECONDS_UNITS,
     SIZE_UNITS,
-    WRITTEN,
-    bare_message,
-    is_bare,
     refuse_bare,
     written,
 )
-from interop_runner.config.yaml12 import key_path, load_yaml12, read_config_yaml
-from interop_runner.errors import ConfigError, RegistryError
 from interop_runner.monitors import MONITORS as MONITOR_REGISTRY
 from interop_runner.units import positive_size
 
@@ -61,180 +46,14 @@ MONITORS = tuple(MONITOR_REGISTRY)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # .inf: no
-
-
-# --------------------------------------------------------------------------- testbed file ----
-class SSHConfig(_Strict):
-    """How the management node reaches a node."""
-
-    host: str
-    port: int = Field(22, ge=1, le=65535)
-    user: str = "root"
-    key: str | None = None
-    known_hosts: str | None = None
-    jump: "SSHConfig | None" = None
-    connect_timeout: float = Field(10.0, gt=0)
-
-    @field_validator("connect_timeout", mode="before")
-    @classmethod
-    def _timeout(cls, value: Any, info: ValidationInfo) -> float:
-        return written_seconds(value, info)
-    # an unknown host key is refused unless this is set: then it is trusted on first use,
-    # appended to `known_hosts` and recorded in campaign.json; a changed key is always refused
-    trust_on_first_use: bool = False
-
-
-def _ip_address(value: str) -> str:
-    ipaddress.ip_address(value)
-    return value
-
-
-IPText = Annotated[str, AfterValidator(_ip_address)]  # an IP address, kept as written
-
-
-class RoutedAddress(_Strict):
-    """An endpoint's interface and address on the path through the router."""
-
-    interface: str
-    ip: IPText
-
-
-ENDPOINT_ROLES = ("server", "client")
-
-
-class NodeConfig(_Strict):
-    """One node: a measurement endpoint (server, client) or the router between them."""
-
-    role: Literal["server", "client", "router"]
-    ssh: SSHConfig
-    # an endpoint's data-plane interface and address; a router's interface towards the client
-    # (the data direction's egress, where a bottleneck goes) and its address there
-    interface: str
-    ip: IPText
-    workdir: str
-    tmpdir: str = "/dev/shm/qir"
-    # the node's Docker Engine, as the node's own docker CLI addresses it (``docker -H``); the
-    # management node reaches it through the node's SSH connection (``docker system
-    # dial-stdio``), never through an open port. The local testbed gives each node its own.
-    docker_host: str = Field("unix:///var/run/docker.sock", pattern=r"^(unix|tcp|ssh|fd)://\S+$")
-    # a router only (required there): its interface towards the server (the reverse
-    # direction's egress)
-    server_interface: str | None = Field(None, validate_default=True)
-    # an endpoint only: its interface and address on the path through the router, where
-    # `interface`/`ip` are a direct link that bypasses the router (the local testbed); without
-    # it, on a testbed with a router, `interface`/`ip` already go through the router
-    via_router: RoutedAddress | None = Field(None, validate_default=True)
-
-    @field_validator("workdir", "tmpdir")
-    @classmethod
-    def _abs(cls, value: str) -> str:
-        path = PurePosixPath(value)
-        if not path.is_absolute() or len(path.parts) < 3:
-            raise ValueError(f"must be an absolute path at least two levels deep, got {value!r}")
-        if ".." in path.parts:  # /var/tmp/../.. would put (and later rm -rf) files elsewhere
-            raise ValueError(f"must not contain '..', got {value!r}")
-        return str(path)
-
-    @field_validator("server_interface")
-    @classmethod
-    def _server_interface(cls, value: str | None, info: ValidationInfo) -> str | None:
-        role = info.data.get("role")  # absent when the role itself was invalid
-        if role == "router" and value is None:
-            raise ValueError("required for a node with role router (its interface towards "
-                             "the server)")
-        if role in ENDPOINT_ROLES and value is not None:
-            raise ValueError(f"only a router has one (this node's role is {role})")
-        return value
-
-    @field_validator("via_router")
-    @classmethod
-    def _via_router(cls, value: RoutedAddress | None,
-                    info: ValidationInfo) -> RoutedAddress | None:
-        if info.data.get("role") == "router" and value is not None:
-            raise ValueError("only an endpoint (server, client) has one: a router's "
-                             "`interface` and `ip` are already on the path")
-        return value
-
-    def through_router(self) -> RoutedAddress:
-        """The endpoint's interface and address on the path through the router
-        (``via_router``, else its own ``interface`` and ``ip``)."""
-        return self.via_router or RoutedAddress(interface=self.interface, ip=self.ip)
-
-
-class TestbedConfig(_Strict):
-    """A testbed file: the nodes of one host pair, and at most one router between them."""
-
-    name: str
-    local: bool = False
-    nodes: dict[str, NodeConfig]
-    # measurement port on this testbed (default: the campaign's `port`); lets two testbeds that
-    # share hosts measure side by side
-    port: int | None = Field(None, ge=1, le=65535)
-
-    @field_validator("nodes")
-    @classmethod
-    def _roles(cls, nodes: dict[str, NodeConfig]) -> dict[str, NodeConfig]:
-        roles = sorted(n.role for n in nodes.values() if n.role != "router")
-        if roles != ["client", "server"]:
-            raise ValueError("needs exactly one node with role server and one with role client "
-                             f"(got {', '.join(roles) or 'no node'})")
-        routers = [k for k, n in nodes.items() if n.role == "router"]
-        if len(routers) > 1:
-            raise ValueError(f"at most one node may have role router (got {', '.join(routers)})")
-        return nodes
-
-    @field_validator("nodes")
-    @classmethod
-    def _via_router(cls, nodes: dict[str, NodeConfig]) -> dict[str, NodeConfig]:
-        endpoints = [(k, n) for k, n in nodes.items() if n.role in ENDPOINT_ROLES]
-        have = [k for k, n in endpoints if n.via_router is not None]
-        if not have:
-            return nodes
-        lack = [k for k, n in endpoints if n.via_router is None]
-        if lack:
-            raise ValueError(f"{have[0]} has via_router but {lack[0]} has not (give both "
-                             "endpoints their address through the router, or neither)")
-        if not any(n.role == "router" for n in nodes.values()):
-            raise ValueError(f"via_router (on {', '.join(have)}) needs a node with role router")
-        return nodes
-
-    @model_validator(mode="after")
-    def _dirs(self) -> "TestbedConfig":
-        dirs = [PurePosixPath(d) for n in self.nodes.values() for d in (n.workdir, n.tmpdir)]
-        for i, a in enumerate(dirs):
-            for b in dirs[i + 1:]:
-                if a == b or a in b.parents or b in a.parents:
-                    raise ValueError(f"nodes must not share directories ({a} and {b} overlap)")
-        return self
-
-    def node(self, role: str) -> tuple[str, NodeConfig]:
-        """The (name, node) with the given role (KeyError: the testbed has none)."""
-        found = next(((k, n) for k, n in self.nodes.items() if n.role == role), None)
-        if found is None:
-            raise KeyError(f"testbed {self.name} has no node with role {role}")
-        return found
-
-    def router(self) -> tuple[str, NodeConfig] | None:
-        """The (name, node) of the router, or None when server and client are linked
-        directly."""
-        return next(((k, n) for k, n in self.nodes.items() if n.role == "router"), None)
-
-    def endpoint_nodes(self) -> list[tuple[str, NodeConfig]]:
-        """(name, node) of the server, then the client: the nodes a campaign measures on."""
-        return [self.node(role) for role in ENDPOINT_ROLES]
-
-
-# -------------------------------------------------------------------------- campaign file ----
-class Pair(_Strict):
+class Pair(Strict):
     """One server/client combination."""
 
     server: str
     client: str
 
 
-class Timeouts(_Strict):
+class Timeouts(Strict):
     """Timeouts in seconds; ``client`` None means: derived from the file size."""
 
     setup: float = Field(1800, gt=0)
@@ -248,7 +67,7 @@ class Timeouts(_Strict):
         return None if value is None else written_seconds(value, info)
 
 
-class PerfOptions(_Strict):
+class PerfOptions(Strict):
     """perf record settings (paper: system-wide, -g, about 2 kHz)."""
 
     frequency: int = Field(999, ge=1, le=50000)
@@ -257,7 +76,7 @@ class PerfOptions(_Strict):
     roles: list[Literal["server", "client"]] = ["server", "client"]
 
 
-class TcpdumpOptions(_Strict):
+class TcpdumpOptions(Strict):
     """tcpdump settings; the default filter is the measurement's own port."""
 
     snaplen: int = Field(96, ge=64, le=262144)
@@ -275,14 +94,14 @@ class TcpdumpOptions(_Strict):
         return value
 
 
-class MonitorOptions(_Strict):
+class MonitorOptions(Strict):
     """Options of the monitors that have any."""
 
     perf: PerfOptions = Field(default_factory=PerfOptions)
     tcpdump: TcpdumpOptions = Field(default_factory=TcpdumpOptions)
 
 
-class CampaignConfig(_Strict):
+class CampaignConfig(Strict):
     """One measurement campaign."""
 
     name: str
@@ -465,7 +284,7 @@ class CampaignConfig(_Strict):
         return 60.0 + self.file_size * 8 / 50e6
 
 
-# ------------------------------------------------------------------------------- loading ----
+
 def _refuse_repeated(cfg: "CampaignConfig") -> None:
     """A pair (or a server or client of the cross product) listed twice would be measured
     twice as one pair; refuse it rather than guess: ``repetitions`` says how often."""
@@ -484,396 +303,8 @@ def _refuse_repeated(cfg: "CampaignConfig") -> None:
                              "is measured)")
 
 
-def _format_errors(source: str, exc: ValidationError, model: type[BaseModel]) -> list[str]:
-    lines = []
-    errors = [(err, tuple(p for p in err["loc"]
-                          if not (isinstance(p, str) and p.startswith("function-"))))
-              for err in exc.errors()]
-    # a misspelt required key is one problem: "unknown key 'x' (did you mean 'y'?)" says it all,
-    # so "y: required key is missing" is left out
-    typos = {loc[:-1] + (hint,) for err, loc in errors if err["type"] == "extra_forbidden"
-             for hint in difflib.get_close_matches(str(loc[-1]), _known_keys(model, loc[:-1]),
-                                                   n=1)}
-    for err, loc in errors:
-        if err["type"] == "missing" and loc in typos:
-            continue
-        key = key_path(loc)
-        if err["type"] == "extra_forbidden":
-            known = _known_keys(model, loc[:-1])
-            hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            msg = (f"unknown key {str(loc[-1])!r}"
-                   + (f" (did you mean {hint[0]!r}?)" if hint else ""))
-        elif err["type"] == "missing":
-            msg = "required key is missing"
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] not in ("value_error", "assertion_error") and "input" in err:
-                msg += f" (got {err['input']!r})"
-        lines.append(f"{source}: {key}: {msg}")
-    return lines
-
-
-def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """Field names of the (sub)model at ``loc``, for 'did you mean' hints."""
-    current: Any = model
-    skip_next = False  # the next loc part is a dict key or list index, not a field
-    for part in loc:
-        if skip_next or isinstance(part, int):
-            skip_next = False
-            continue
-        fields = getattr(current, "model_fields", {})
-        if part not in fields:
-            return []
-        annotation = fields[part].annotation
-        current, skip_next = _model_in(annotation)
-    return list(getattr(current, "model_fields", {}).keys()) if current else []
-
-
-def _model_in(annotation: Any) -> tuple[Any, bool]:
-    """The pydantic model inside an annotation and whether it sits in a dict/list."""
-    args = getattr(annotation, "__args__", ())
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
-    origin = getattr(annotation, "__origin__", None)
-    for arg in args:
-        model, _ = _model_in(arg)
-        if model is not None:
-            return model, origin in (dict, list) or _model_in(arg)[1]
-    return None, False
-
-
-def load_testbed(path: Path | str) -> TestbedConfig:
-    """Read and validate a testbed file."""
-    path = Path(path)
-    data = read_config_yaml(path)
-    try:
-        return TestbedConfig.model_validate(data, context=WRITTEN)
-    except ValidationError as exc:
-        raise ConfigError(_format_errors(str(path), exc, TestbedConfig)) from None
-
-
-class _ImplementationCheck:
-    """Checks every implementation name and parameter a campaign uses against the registry;
-    ``errors`` collects one ``file: key: message`` line per problem."""
-
-    def __init__(self, source: str, cfg: CampaignConfig,
-                 registry: dict[str, ImplementationMeta]) -> None:
-        self.source, self.cfg, self.registry = source, cfg, registry
-        self.known = ", ".join(sorted(registry)) or "none"
-        self.errors: list[str] = []
-
-    def name(self, key: str, name: str, role: str) -> None:
-        """``name`` must resolve (registry or variant) and have ``role``."""
-        try:
-            meta = resolve(name, self.registry, self.cfg.implementations)
-        except KeyError as exc:
-            base = str(exc.args[0])
-            hint = difflib.get_close_matches(base, list(self.registry), n=1)
-            did = f"; did you mean {hint[0]!r}?" if hint else ""
-            self.errors.append(f"{self.source}: {key}: unknown implementation {base!r} "
-                               f"(known: {self.known}{did})")
-            return
-        except ValueError as exc:
-            self.errors.append(f"{self.source}: {key}: {name}: {exc}")
-            return
-        if role not in meta.roles:
-            self.errors.append(f"{self.source}: {key}: implementation {name!r} has no "
-                               f"{role} role")
-
-    def variants(self) -> None:
-        """``implementations:``: variant names, their base and source tree."""
-        for name, spec in self.cfg.implementations.items():
-            where = f"implementations.{name}"
-            if name in self.registry:
-                self.errors.append(f"{self.source}: {where}: {name!r} is a registry "
-                                   "implementation; give the variant another name (e.g. "
-                                   "<name>@<label>)")
-                continue
-            self.name(where, name, "server" if "server" in getattr(
-                self.registry.get(spec.base), "roles", ["server"]) else "client")
-            if spec.source is not None:
-                src = Path(spec.source).expanduser()
-                if not src.is_dir():
-                    self.errors.append(f"{self.source}: {where}.source: not a directory: {src}")
-            self.release_archive(where, spec)
-
-    def release_archive(self, where: str, spec: VariantSpec) -> None:
-        """A version variant of an implementation built from upstream archives names the
-        release's archive; only those take one."""
-        base = self.registry.get(spec.base)
-        if base is None:
-            return
-        if spec.archive is not None and not base.sources:
-            self.errors.append(f"{self.source}: {where}.archive: {spec.base} is not built from "
-                               "upstream source archives (give version alone)")
-        elif spec.version is not None and spec.archive is None and base.sources:
-            self.errors.append(f"{self.source}: {where}: {spec.base} builds from upstream "
-                               "source archives: a version variant needs archive: {file, "
-                               "sha256, url} of that release")
-
-    def pairs(self) -> None:
-        """``impl:``, ``servers:``/``clients:`` and ``pairs:``."""
-        cfg = self.cfg
-        for as_written, name in cfg.impl.items():
-            self.name(f"impl.{as_written}", name, "server" if any(
-                p.server == as_written for p in cfg.written_pairs() + cfg.flow_pairs())
-                else "client")
-        for i, name in enumerate(cfg.servers):
-            self.name(f"servers[{i}]", name, "server")
-        for i, name in enumerate(cfg.clients):
-            self.name(f"clients[{i}]", name, "client")
-        for i, pair in enumerate(cfg.pairs or []):
-            self.name(f"pairs[{i}].server", pair.server, "server")
-            self.name(f"pairs[{i}].client", pair.client, "client")
-        for i, flow in enumerate(cfg.flows or []):
-            if flow.server is not None and flow.client is not None:
-                self.name(f"flows[{i}].server", flow.server, "server")
-                self.name(f"flows[{i}].client", flow.client, "client")
-
-    def parameters(self, side: str) -> None:
-        """``<side>_params:``: every key declared by the implementation, every value valid."""
-        for impl, params in getattr(self.cfg, f"{side}_params").items():
-            base = f"{side}_params.{impl}"
-            try:
-                specs = resolve(impl, self.registry, self.cfg.implementations).parameters
-            except (KeyError, ValueError):
-                self.name(base, impl, side)
-                continue
-            for key, value in (params or {}).items():
-                if key not in specs:
-                    names = ", ".join(sorted(specs)) or "none"
-                    self.errors.append(f"{self.source}: {base}.{key}: unknown parameter for "
-                                       f"{impl} (it accepts: {names})")
-                    continue
-                if specs[key].type == "bytes" and is_bare(value):
-                    self.errors.append(f"{self.source}: {base}.{key}: "
-                                       f"{bare_message(value, SIZE_UNITS)}")
-                    continue
-                try:
-                    specs[key].to_env(value)
-                except ValueError as exc:
-                    self.errors.append(f"{self.source}: {base}.{key}: {exc}")
-
-
-def _check_implementations(
-    source: str, cfg: CampaignConfig, registry: dict[str, ImplementationMeta]
-) -> list[str]:
-    check = _ImplementationCheck(source, cfg, registry)
-    check.variants()
-    check.pairs()
-    check.parameters("server")
-    check.parameters("client")
-    return check.errors
-
-
-def _check_sweep(source: str, data: dict[str, Any], cfg: CampaignConfig,
-                 registry: dict[str, ImplementationMeta]) -> list[str]:
-    """Validate every axis value on its own, so an error names the axis and the value, then
-    (when those pass) every combination the sweep makes, named by its values."""
-    errors: list[str] = []
-    for i, axis in enumerate(cfg.sweep.axes):
-        for j, value in enumerate(axis.values):
-            single = cfg.sweep.model_copy(update={"axes": [axis]})
-            where = f"{source}: sweep.axes[{i}].values[{j}] ({axis.path}={value!r})"
-            errors += _check_variant(where, data, single, Variant("", ((axis.label, value),)),
-                                     registry)
-    labels = [axis.label for axis in cfg.sweep.axes]
-    for label in {x for x in labels if labels.count(x) > 1}:
-        errors.append(f"{source}: sweep.axes: two axes are named {label!r}; give one a `name`")
-    if errors or len(cfg.sweep.axes) < 2:
-        return errors
-    for variant in variants(cfg.sweep):
-        named = ", ".join(f"{axis.path}={value!r}"
-                          for axis, (_, value) in zip(cfg.sweep.axes, variant.values))
-        errors += _check_variant(f"{source}: sweep ({named})", data, cfg.sweep, variant,
-                                 registry, keep_key=True)[:1]  # one line per combination
-    return errors
-
-
-def _check_variant(where: str, data: dict[str, Any], sweep: Sweep, variant: Variant,
-                   registry: dict[str, ImplementationMeta], keep_key: bool = False
-                   ) -> list[str]:
-    """The problems of one variant's config, each ``where: message`` (``where: key:
-    message`` with ``keep_key``)."""
-    try:
-        vcfg = CampaignConfig.model_validate(apply(data, sweep, variant), context=WRITTEN)
-    except ValidationError as exc:
-        lines = _format_errors("-", exc, CampaignConfig)  # "-: key: message"
-    except ValueError as exc:  # apply: an axis indexes a list past its end
-        return [f"{where}: {exc}"]
-    else:
-        lines = _check_implementations("-", vcfg, registry)
-    return [f"{where}: {line.split(': ', 1 if keep_key else 2)[-1]}" for line in lines]
-
-
-def _absolute_trace(path: Path, data: dict[str, Any], cfg: CampaignConfig
-                    ) -> tuple[dict[str, Any], CampaignConfig]:
-    """A relative ``path.trace`` is relative to the campaign file: made absolute, so the
-    stored config names the file that was used."""
-    if cfg.path is None or cfg.path.trace is None or Path(cfg.path.trace).is_absolute():
-        return data, cfg
-    trace = str((path.parent / cfg.path.trace).resolve())
-    data = {**data, "path": {**data["path"], "trace": trace}}
-    return data, cfg.model_copy(update={"path": cfg.path.model_copy(update={"trace": trace})})
-
-
-def _check_paths(source: str, cfg: CampaignConfig) -> list[str]:
-    """Each variant's path resolves: its trace exists and parses, its link buffers hold a
-    packet (what the models cannot check on their own)."""
-    errors: list[str] = []
-    for variant, vcfg in variant_configs(cfg):
-        if vcfg.path is None:
-            continue
-        try:
-            vcfg.path.resolved()
-        except ValueError as exc:
-            where = f" (variant {variant.id})" if variant.id else ""
-            errors.append(f"{source}: path{where}: {exc}")
-    return sorted(set(errors + _check_flow_links(source, cfg)))
-
-
-def _check_flow_links(source: str, cfg: CampaignConfig) -> list[str]:
-    """A flow pinned to a link (or split over both) needs a path with two links."""
-    errors: list[str] = []
-    for variant, vcfg in variant_configs(cfg):
-        two_links = vcfg.path is not None and vcfg.path.links is not None
-        for i, flow in enumerate(vcfg.flows or []):
-            if flow.link is not None and not two_links:
-                where = f" (variant {variant.id})" if variant.id else ""
-                errors.append(f"{source}: flows[{i}].link{where}: link {flow.link} needs a "
-                              "path with two links (path.links)")
-    return errors
-
-
 def variant_configs(cfg: CampaignConfig) -> list[tuple[Variant, CampaignConfig]]:
     """Every variant of the sweep with its own config (the base config without axes)."""
     data = cfg.model_dump(mode="json")
     return [(v, CampaignConfig.model_validate(apply(data, cfg.sweep, v)) if v.values else cfg)
             for v in variants(cfg.sweep)]
-
-
-def load_campaign(path: Path | str) -> tuple[CampaignConfig, TestbedConfig]:
-    """Read and validate a campaign file and its (first) testbed file.
-
-    The testbed path is resolved relative to the campaign file. Raises ConfigError.
-    """
-    cfg, testbeds = load_campaign_testbeds(path)
-    return cfg, testbeds[0]
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str], source: str
-                    ) -> dict[str, Any]:
-    """The campaign data with each ``KEY.PATH=VALUE`` (VALUE in YAML) set, e.g.
-    ``duration=120s`` or ``path.buffer=5bdp`` (ConfigError naming the bad one)."""
-    out = dict(data)
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        parts = key.strip().split(".")
-        if not sep or not all(parts):
-            raise ConfigError([f"{source}: --set {item!r}: expected KEY=VALUE, e.g. "
-                               "duration=120s"])
-        try:
-            value = load_yaml12(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError([f"{source}: --set {key}: not a YAML value: "
-                               f"{str(exc).splitlines()[0]}"]) from None
-        _set_path(out, parts, value, f"{source}: --set {key}")
-    return out
-
-
-def _set_path(data: dict[str, Any], parts: list[str], value: Any, where: str) -> None:
-    try:
-        set_at(data, parts, value)
-    except ValueError as exc:
-        raise ConfigError([f"{where}: {exc}"]) from None
-
-
-def load_campaign_testbeds(path: Path | str, overrides: list[str] | None = None
-                           ) -> tuple[CampaignConfig, list[TestbedConfig]]:
-    """Read and validate a campaign file (with ``--set`` ``overrides``, see
-    :func:`apply_overrides`) and every testbed file it names."""
-    path = Path(path)
-    data = apply_overrides(read_config_yaml(path), overrides or [], str(path))
-    try:
-        cfg = CampaignConfig.model_validate(data, context=WRITTEN)
-    except ValidationError as exc:
-        raise ConfigError(_format_errors(str(path), exc, CampaignConfig)) from None
-    try:
-        registry = load_registry()
-    except RegistryError as exc:
-        raise ConfigError([str(exc)]) from None
-    data, cfg = _absolute_trace(path, data, cfg)
-    errors = _check_implementations(str(path), cfg, registry)
-    errors += _check_sweep(str(path), data, cfg, registry)
-    errors += [] if errors else _check_paths(str(path), cfg)  # needs every variant valid
-    key = "testbed" if cfg.testbed is not None else "testbeds"
-    paths = [resolve_testbed_path(path, f) for f in cfg.testbed_files()]
-    for i, testbed_path in enumerate(paths):
-        where = key if key == "testbed" else f"testbeds[{i}]"
-        if not testbed_path.is_file():
-            errors.append(f"{path}: {where}: file not found: {testbed_path}")
-    if errors:
-        raise ConfigError(errors)
-    testbeds = [load_testbed(p) for p in paths]
-    names = [t.name for t in testbeds]
-    for name in sorted({n for n in names if names.count(n) > 1}):
-        errors.append(f"{path}: testbeds: two testbeds are named {name!r}")
-    errors += [f"{path}: {line}" for t, f in zip(testbeds, cfg.testbed_files())
-               for line in _testbed_problems(cfg, t, f)]
-    if len(testbeds) > 1 and sum(t.local for t in testbeds) > 1 and any(
-            v.side_knobs(r).rmem or v.side_knobs(r).wmem
-            for _, v in variant_configs(cfg) for r in ("server", "client")):
-        errors.append(f"{path}: testbeds: local testbeds share the host's net.core sysctls, so "
-                      "rmem/wmem knobs cannot be used with more than one of them")
-    if errors:
-        raise ConfigError(errors)
-    return cfg, testbeds
-
-
-def _testbed_problems(cfg: CampaignConfig, testbed: TestbedConfig, file: str) -> list[str]:
-    """What a campaign asks of a testbed that it cannot do, found before anything runs."""
-    problems = []
-    port = testbed.port or cfg.port
-    last = port + max(len(cfg.flows or []), 1) - 1
-    clash = [f"{name} ({node.ssh.port})" for name, node in testbed.endpoint_nodes()
-             if port <= node.ssh.port <= last]
-    if clash:
-        ports = f"ports {port}..{last}" if last > port else f"port {port}"
-        problems.append(f"port: the measurement's {ports} would take the SSH port of node "
-                        f"{', '.join(clash)} (testbed {file}): choose another `port`")
-    if testbed.router() is None and any(
-            v.path is not None and v.path.record_packets for _, v in variant_configs(cfg)):
-        problems.append(f"path.record_packets: testbed {file} has no router, where the "
-                        "bottleneck's packets are captured")
-    return problems
-
-
-def resolve_testbed_path(config_path: Path, testbed_file: str) -> Path:
-    """Path of a testbed file named in a campaign (relative paths: relative to the config)."""
-    candidate = Path(testbed_file).expanduser()
-    return candidate if candidate.is_absolute() else (config_path.parent / candidate)
-
-
-def check_ssh_files(config_path: Path, cfg: CampaignConfig,
-                    testbeds: list[TestbedConfig]) -> None:
-    """Raise ConfigError naming every SSH key / known_hosts file of a real-host testbed that is
-    missing on this machine (a local testbed creates its own with `testbed up`)."""
-    errors: list[str] = []
-    for file, testbed in zip(cfg.testbed_files(), testbeds):
-        if testbed.local:
-            continue
-        source = resolve_testbed_path(config_path, file)
-        for name, node in testbed.nodes.items():
-            ssh: SSHConfig | None = node.ssh
-            where = f"nodes.{name}.ssh"
-            while ssh is not None:
-                for key in ("key", "known_hosts"):
-                    value = getattr(ssh, key)
-                    if key == "known_hosts" and ssh.trust_on_first_use:
-                        continue  # created on first use
-                    if value is not None and not Path(value).expanduser().is_file():
-                        errors.append(f"{source}: {where}.{key}: file not found: "
-                                      f"{Path(value).expanduser()}")
-                ssh, where = ssh.jump, where + ".jump"
-    if errors:
-        raise ConfigError(errors)

@@ -97,7 +97,7 @@ def for_implementations(names: Iterable[str],
 
 def for_campaign(path: Path | str) -> set[Target]:
     """The targets a campaign file needs (raises ConfigError for an invalid one)."""
-    from interop_runner.config.campaign import load_campaign_testbeds
+    from interop_runner.config.loader import load_campaign_testbeds
 
     return for_config(load_campaign_testbeds(path)[0])
 

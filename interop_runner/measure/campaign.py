@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from interop_runner import __version__
-from interop_runner.config.campaign import CampaignConfig, TestbedConfig, variant_configs
+from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.implementations import ImplementationMeta, load_registry, resolve
+from interop_runner.config.testbed import TestbedConfig
 from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork

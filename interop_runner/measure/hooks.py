@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
-from interop_runner.config.campaign import NodeConfig
+from interop_runner.config.testbed import NodeConfig
 from interop_runner.measure.plan import PlannedRun
 from interop_runner.storage.run_record import RunRecord
 from interop_runner.testbed.node import Node

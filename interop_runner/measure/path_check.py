@@ -11,13 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from interop_runner.config.campaign import (
-    CampaignConfig,
-    NodeConfig,
-    TestbedConfig,
-    variant_configs,
-)
+from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.sweep import Variant
+from interop_runner.config.testbed import NodeConfig, TestbedConfig
 from interop_runner.measure.path_session import (
     PathSession,
     path_journal_leftovers,

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from interop_runner.config.campaign import NodeConfig, TestbedConfig
 from interop_runner.config.flows import MAX_FLOWS
 from interop_runner.config.path import PathConfig, ResolvedPath
+from interop_runner.config.testbed import NodeConfig, TestbedConfig
 from interop_runner.errors import PathError
 from interop_runner.parsers.tc import parse_qdisc_samples
 from interop_runner.remote.executor import Background, Executor

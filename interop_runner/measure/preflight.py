@@ -13,15 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from interop_runner.config.campaign import (
-    CampaignConfig,
-    NodeConfig,
-    TestbedConfig,
-    variant_configs,
-)
+from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.knobs import cpu_ranges, format_cpu_ranges, format_cpulist, parse_cpulist
 from interop_runner.config.path import PathConfig
 from interop_runner.config.sweep import Variant
+from interop_runner.config.testbed import NodeConfig, TestbedConfig
 from interop_runner.errors import ConnectError, NodeBusy, PreflightError, TestbedUnreachable
 
 if TYPE_CHECKING:

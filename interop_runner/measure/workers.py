@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from interop_runner.config.campaign import TestbedConfig
+from interop_runner.config.testbed import TestbedConfig
 from interop_runner.errors import StoreError
 from interop_runner.measure.hooks import OnRecord, Progress
 from interop_runner.measure.outcome import CampaignResult, TermAsInterrupt, combined_status

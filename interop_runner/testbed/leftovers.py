@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from interop_runner.config.campaign import TestbedConfig
+from interop_runner.config.testbed import TestbedConfig
 from interop_runner.remote.executor import LocalExecutor, PrivateFilesExecutor
 from interop_runner.testbed.containers import reap_containers
 from interop_runner.testbed.knobs import Journal, NodeKnobs

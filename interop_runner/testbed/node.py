@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from interop_runner.config.campaign import NodeConfig, SSHConfig
 from interop_runner.config.implementations import ImplementationMeta
+from interop_runner.config.testbed import NodeConfig, SSHConfig
 from interop_runner.errors import ExecutorError, PreflightError, SetupError
 from interop_runner.parsers.hostfacts import split_sections, summarize_facts
 from interop_runner.remote.docker_engine import Engine
