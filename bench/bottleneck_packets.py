@@ -30,7 +30,12 @@ from typing import Any, Callable
 
 from common import ROOT, machine
 
-from interop_runner.analysis.bottleneck import IN_FILE, OUT_FILE, bottleneck_packets, flow_series
+from interop_runner.analysis.frames.bottleneck import (
+    IN_FILE,
+    OUT_FILE,
+    bottleneck_packets,
+    flow_series,
+)
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, dict[str, float]]:

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 from common import machine
 
+from interop_runner.analysis.frames.results import load_results
 from interop_runner.analysis.history.changepoints import Point, change_points, resampled
 from interop_runner.analysis.history.series import points
-from interop_runner.analysis.results import load_results
 
 
 def real_points(results: Path) -> list[Point]:

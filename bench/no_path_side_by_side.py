@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 from common import machine
 
-from interop_runner.analysis.results import load_results
+from interop_runner.analysis.frames.results import load_results
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = """name: {name}

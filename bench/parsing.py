@@ -67,7 +67,7 @@ import json, sys, time
 from pathlib import Path
 root, campaign = sys.argv[1], Path(sys.argv[2])
 sys.path.insert(0, root)
-from interop_runner.analysis.campaign_cache import CampaignCache
+from interop_runner.analysis.running.campaign_cache import CampaignCache
 from interop_runner.storage.layout import iter_run_files
 meta = campaign / "campaign.json"
 final = meta.read_bytes()

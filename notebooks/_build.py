@@ -91,7 +91,7 @@ import pandas as pd
 from IPython.display import display
 
 from interop_runner.analysis import load_results, views
-from interop_runner.analysis.stats import cell_stats
+from interop_runner.analysis.theories.stats import cell_stats
 
 pd.set_option("display.max_columns", 60)
 pd.set_option("display.width", 200)
@@ -116,7 +116,7 @@ def setup(book: Book) -> str:
     """The setup cell: SETUP with the notebook's own imports after the analysis import."""
     if not book.imports:
         return SETUP
-    anchor = "from interop_runner.analysis.stats import cell_stats\n"
+    anchor = "from interop_runner.analysis.theories.stats import cell_stats\n"
     return SETUP.replace(anchor, anchor + book.imports + "\n")
 
 

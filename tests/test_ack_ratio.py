@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.analysis.ack_ratio import BASIS, NAME, ack_ratio_measured
+from interop_runner.analysis.frames.ack_ratio import BASIS, NAME, ack_ratio_measured
 from interop_runner.config.implementations import common_alpn, load_registry, why_unsupported
 from interop_runner.config.params import (
     ASKED_BY_SERVER,
@@ -140,7 +140,7 @@ def test_measured_ratio_and_its_reason() -> None:
 def test_the_summary_per_pair_rtt_and_ratio() -> None:
     import pandas as pd
 
-    from interop_runner.analysis.ack_ratio import ack_ratio_summary
+    from interop_runner.analysis.frames.ack_ratio import ack_ratio_summary
 
     rows = [("ok", 2, 50.0, 100, 1000), ("ok", 2, 70.0, 120, 1000), ("ok", 10, 40.0, 100, 1000),
             ("failed", 10, None, None, None)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.analysis.results import load_results
+from interop_runner.analysis.frames.results import load_results
 
 from .conftest import TESTBED_FILE, campaign_dirs, write
 from .test_campaign import run_cli

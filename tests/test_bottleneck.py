@@ -1,4 +1,4 @@
-"""Per-packet records at the bottleneck (analysis/bottleneck.py) on REAL captures.
+"""Per-packet records at the bottleneck (analysis/frames/bottleneck.py) on REAL captures.
 
 tests/data/bottleneck/ holds captures made by its make_captures.py (README.md there): both
 sides of a router's ``tbf rate 20mbit burst 3028 limit 50000`` queue while one iperf3 TCP flow
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interop_runner.analysis.bottleneck import (
+from interop_runner.analysis.frames.bottleneck import (
     IN_FILE,
     OUT_FILE,
     PACKET_COLUMNS,

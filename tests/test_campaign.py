@@ -468,7 +468,7 @@ def test_the_results_cache_is_complete_when_the_campaign_ends(tmp_path):
     and gets what a cold parse gives."""
     import pandas as pd
 
-    from interop_runner.analysis.live_cache import LiveCache
+    from interop_runner.analysis.running.live_cache import LiveCache
     from interop_runner.measure.hooks import CampaignHooks
 
     cfg, testbed = load_campaign(campaign(tmp_path, """name: live-cache

@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from interop_runner.analysis import frame, load_results, results
-from interop_runner.analysis.campaign_cache import CampaignCache
+from interop_runner.analysis import load_results
+from interop_runner.analysis.frames import frame, results
+from interop_runner.analysis.running.campaign_cache import CampaignCache
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample"
 FIRST = Path("quic-go_quic-go") / "goodput" / "1" / "attempt-1"

@@ -1,5 +1,5 @@
-"""Closed-form goodput ceilings (analysis.ceilings, docs/closed-form.md): the formulas against
-values computed by hand, the columns of the real path sample (tests/data/path-sample: one
+"""Closed-form goodput ceilings (analysis.theories.ceilings, docs/closed-form.md): the formulas
+against values computed by hand, the columns of the real path sample (tests/data/path-sample: one
 quic-go attempt over a calibrated 20 Mbit/s, 20 ms path without loss), and of records DERIVED
 from it in each test: copies of its run.json with the fields the test names changed by hand
 (loss, RTT, goodput, calibration, client ...), so that every ceiling's value is known. They
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.ceilings import (
+from interop_runner.analysis.theories.ceilings import (
     CEILING_COLUMNS,
     ceiling_values,
     flow_control_ceiling_mbps,
@@ -31,7 +31,7 @@ from interop_runner.analysis.ceilings import (
     reno_backoff,
     reno_backoffs,
 )
-from interop_runner.analysis.diagnosis import diagnose
+from interop_runner.analysis.theories.diagnosis import diagnose
 
 DATA = Path(__file__).parent / "data"
 PATH_SAMPLE = DATA / "path-sample"

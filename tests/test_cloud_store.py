@@ -1,4 +1,4 @@
-"""Clouds kept on disk between processes (interop_runner.analysis.cloud_store): a second
+"""Clouds kept on disk between processes (interop_runner.analysis.theories.cloud_store): a second
 process reads the cloud the first computed, the same; another code key or other trials
 compute again; no writable directory stores nothing."""
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.analysis import cloud_store
+from interop_runner.analysis.theories import cloud_store
 
 # two loose clusters per trial, three trials; prints the cloud, or fails if it is computed
 # while computing is refused (retention and the envelope replaced by a function that raises)
 SCRIPT = """
 import importlib, sys
 import numpy as np
-from interop_runner.analysis import cloud_store
-conformance = importlib.import_module("interop_runner.analysis.conformance")
+from interop_runner.analysis.theories import cloud_store
+conformance = importlib.import_module("interop_runner.analysis.theories.conformance")
 rng = np.random.default_rng(int(sys.argv[1]))
 trials = [np.vstack([rng.normal((1, 5), 0.4, (60, 2)), rng.normal((4, 2), 0.6, (60, 2))])
           for _ in range(3)]

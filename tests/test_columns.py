@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.column_docs import column_rows, columns_markdown
+from interop_runner.analysis.frames.column_docs import column_rows, columns_markdown
 from interop_runner.analysis.importers.qir10g import load_qir10g
 from interop_runner.monitors import MONITORS, declared_columns
 
@@ -47,7 +47,8 @@ def _copy(tmp_path: Path) -> Path:
 
 def test_docs_table_is_current() -> None:
     assert (ROOT / "docs" / "columns.md").read_text() == columns_markdown(), \
-        "docs/columns.md is stale: python -m interop_runner.analysis.column_docs > docs/columns.md"
+        ("docs/columns.md is stale: python -m interop_runner.analysis.frames.column_docs "
+         "> docs/columns.md")
 
 
 def test_every_loaded_column_is_documented() -> None:

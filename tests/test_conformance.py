@@ -1,4 +1,4 @@
-"""Conformance and Conformance-T (paper 000 §3; analysis/conformance.py, envelope.py,
+"""Conformance and Conformance-T (paper 000 §3; analysis/theories/conformance.py, envelope.py,
 flow_conformance.py) on real point clouds: the per-flow series at the bottleneck of the stored
 campaigns tests/data/flows-sample (three kernel TCP flows, three repetitions: one trial
 each) and tests/data/flows-runner-sample (a QUIC flow against a kernel TCP flow, written by
@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import conformance, flow_conformance, load_flow_results, load_flows
-from interop_runner.analysis.conformance import Translation, as_trials, plateau
-from interop_runner.analysis.envelope import (
+from interop_runner.analysis.theories.conformance import Translation, as_trials, plateau
+from interop_runner.analysis.theories.envelope import (
     K_MARGIN,
     RASTER_MIN_POINTS,
     choose_k,
@@ -24,8 +24,11 @@ from interop_runner.analysis.envelope import (
     performance_envelope,
     retention,
 )
-from interop_runner.analysis.flow_conformance import FLOW_CONFORMANCE_COLUMNS, conformance_table
-from interop_runner.analysis.kernel_reference import attempt_contexts, halves
+from interop_runner.analysis.theories.flow_conformance import (
+    FLOW_CONFORMANCE_COLUMNS,
+    conformance_table,
+)
+from interop_runner.analysis.theories.kernel_reference import attempt_contexts, halves
 
 DATA = Path(__file__).parent / "data"
 CELL = ["campaign", "flow_set", "variant"]
@@ -484,7 +487,7 @@ def test_trials_without_a_common_region_are_na_with_the_reason(
     """Three trials of the test flow that lie apart (each moved 10 Mbit/s from the last):
     their envelope, the intersection, is empty, so nothing can be compared (measured: quinn's
     BBR at 5 BDP)."""
-    from interop_runner.analysis.flow_conformance import FlowClouds, _flow_row
+    from interop_runner.analysis.theories.flow_conformance import FlowClouds, _flow_row
 
     apart = [trial + np.array([0.0, 10.0 * i]) for i, trial in enumerate(cubic)]
     result = conformance(apart, cubic, k=1)

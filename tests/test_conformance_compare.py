@@ -177,7 +177,7 @@ def test_a_missing_figure_says_why_in_markdown(frames: tuple[pd.DataFrame, pd.Da
                                                ) -> None:
     """DERIVED: the sample with its kernel flows' congestion control renamed."""
     flows, results = frames
-    from interop_runner.analysis.flow_conformance import conformance_table
+    from interop_runner.analysis.theories.flow_conformance import conformance_table
 
     renamed = results.assign(congestion_control=results["congestion_control"].where(
         results["kind"] != "tcp", "vegas"))

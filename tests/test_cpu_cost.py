@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results, summarize
-from interop_runner.analysis.cpu_cost import GIB, cycles_per_byte, frequency_mhz
+from interop_runner.analysis.frames.cpu_cost import GIB, cycles_per_byte, frequency_mhz
 from interop_runner.parsers.hostfacts import split_sections, summarize_facts
 
 DATA = Path(__file__).parent / "data"

@@ -28,11 +28,11 @@ from typing import Callable
 import pandas as pd
 import pytest
 
-from interop_runner.analysis import results as results_module
-from interop_runner.analysis.flow_conformance import conformance_table
-from interop_runner.analysis.flow_series import SERIES_FILE
-from interop_runner.analysis.flows import load_flow_results, load_flows
-from interop_runner.analysis.results import load_results
+from interop_runner.analysis.frames import results as results_module
+from interop_runner.analysis.frames.flow_series import SERIES_FILE
+from interop_runner.analysis.frames.flows import load_flow_results, load_flows
+from interop_runner.analysis.frames.results import load_results
+from interop_runner.analysis.theories.flow_conformance import conformance_table
 from interop_runner.cli.main import main
 
 DATA = Path(__file__).parent / "data"

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
+from interop_runner.analysis.theories.diagnosis import add_bottleneck, diagnose
 
 BASE = {"status": "ok", "goodput_mbps": 1000.0, "link_rate_mbps": 10000.0,
         "server_cpu_pct": 40.0, "client_cpu_pct": 50.0}
@@ -69,7 +69,8 @@ def test_rules_over_a_path(change, label, reason):
 @pytest.mark.parametrize("flag, label", [(True, "above_ceiling"), (False, "path_rate"),
                                          (pd.NA, "path_rate"), (None, "path_rate")])
 def test_above_a_ceiling_comes_first(flag, label):
-    # a goodput the path cannot carry (analysis/ceilings.py) is no limit: a measurement error
+    # a goodput the path cannot carry (analysis/theories/ceilings.py) is no limit: a
+    # measurement error
     row = {**PATH, "server_cpu_pct": 99.0, "ceiling_exceeded": flag,
            "ceiling_exceeded_by": "goodput 25.00 Mbit/s > link ceiling 19.00 Mbit/s + 2.0%"}
     got, why = diagnose(row)

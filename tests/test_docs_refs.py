@@ -7,7 +7,7 @@ every Python/C file of the project:
 * dotted names ``interop_runner.a.b.name`` (the module, then the name in it, then a class
   member), also without the prefix when a backticked name starts with a layer
   (```analysis.ab.compare```);
-* paths ``interop_runner/a/b.py`` and layer-relative ones (``analysis/columns.py``);
+* paths ``interop_runner/a/b.py`` and layer-relative ones (``analysis/frames/columns.py``);
 * relative Sphinx roles in the package (``:mod:`.stats```, ``:func:`~.stats.verdict```),
   from the module itself or one of its packages.
 """

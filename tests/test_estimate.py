@@ -1,5 +1,6 @@
-"""Estimates from what a testbed measured before (analysis/estimate.py) and the progress bar's
-time left (analysis/progress.py). Result trees are built in tmp_path from real stored documents."""
+"""Estimates from what a testbed measured before (analysis/running/estimate.py) and the
+progress bar's time left (analysis/running/progress.py). Result trees are built in tmp_path
+from real stored documents."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from interop_runner.analysis import estimate
-from interop_runner.analysis.estimate import (
+from interop_runner.analysis.running import estimate
+from interop_runner.analysis.running.estimate import (
     History,
     RemainingTime,
     Source,
@@ -23,7 +24,7 @@ from interop_runner.analysis.estimate import (
     format_duration,
     learn_history,
 )
-from interop_runner.analysis.progress import campaign_history, progress_bar, ticking
+from interop_runner.analysis.running.progress import campaign_history, progress_bar, ticking
 
 from .conftest import ROOT
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 from pydantic import ValidationError
 
-from interop_runner.analysis.ceilings import asked_window
+from interop_runner.analysis.theories.ceilings import asked_window
 from interop_runner.config.implementations import common_alpn, load_registry, why_unsupported
 from interop_runner.config.loader import load_campaign
 from interop_runner.config.params import (

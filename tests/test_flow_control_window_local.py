@@ -15,8 +15,11 @@ from typing import Sequence
 import pandas as pd
 import pytest
 
-from interop_runner.analysis.ceilings import FLOW_CONTROL_TOLERANCE, flow_control_ceiling_mbps
-from interop_runner.analysis.results import load_results
+from interop_runner.analysis.frames.results import load_results
+from interop_runner.analysis.theories.ceilings import (
+    FLOW_CONTROL_TOLERANCE,
+    flow_control_ceiling_mbps,
+)
 
 from .conftest import TESTBED_FILE, campaign_dirs, write
 from .test_campaign import run_cli

@@ -1,4 +1,4 @@
-"""Competing flows' analysis (analysis/flow_series.py, fairness.py, flows.py) on a real
+"""Competing flows' analysis (analysis/frames/flow_series.py, fairness.py, flows.py) on a real
 campaign: tests/data/flows-sample (three kernel TCP flows through a tbf bottleneck, both
 sides of its queue captured; tests/data/flows-sample/README.md). The QUIC-vs-TCP test
 DERIVES a frame from the sample's flows (its relabelling is stated there): the sample has
@@ -25,14 +25,7 @@ from interop_runner.analysis import (
     load_results,
     quic_vs_tcp,
 )
-from interop_runner.analysis.campaign_cache import CampaignCache
-from interop_runner.analysis.fairness import (
-    FAIRNESS_COLUMNS,
-    jain_index,
-    series_fairness,
-    sliding_jain,
-)
-from interop_runner.analysis.flow_series import (
+from interop_runner.analysis.frames.flow_series import (
     FLOW_SERIES_COLUMNS,
     SERIES_FILE,
     SeriesOptions,
@@ -41,7 +34,19 @@ from interop_runner.analysis.flow_series import (
     cached_flow_series,
     flow_packets,
 )
-from interop_runner.analysis.flows import FLOW_RESULT_COLUMNS, WELCH_COLUMNS, hedges_g, significance
+from interop_runner.analysis.frames.flows import (
+    FLOW_RESULT_COLUMNS,
+    WELCH_COLUMNS,
+    hedges_g,
+    significance,
+)
+from interop_runner.analysis.running.campaign_cache import CampaignCache
+from interop_runner.analysis.theories.fairness import (
+    FAIRNESS_COLUMNS,
+    jain_index,
+    series_fairness,
+    sliding_jain,
+)
 from interop_runner.storage.run_record import read_run
 
 DATA = Path(__file__).parent / "data"

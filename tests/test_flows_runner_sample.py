@@ -14,8 +14,8 @@ import dpkt
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.flow_series import attempt_flow_series
-from interop_runner.analysis.flows import load_flow_results
+from interop_runner.analysis.frames.flow_series import attempt_flow_series
+from interop_runner.analysis.frames.flows import load_flow_results
 from interop_runner.analysis.views.flows import flow_quic_vs_tcp_frame, path_conditions
 from interop_runner.storage.run_record import RUN_SCHEMA_VERSION, load_run, read_run
 

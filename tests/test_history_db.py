@@ -92,7 +92,7 @@ def test_changed_contents_replace_the_campaign(generated: Path, tmp_path: Path) 
 
 def test_cpu_cost_columns_missing_from_the_frame_are_null(
         sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import interop_runner.analysis.results as results
+    import interop_runner.analysis.frames.results as results
 
     real = results.load_results
     monkeypatch.setattr(results, "load_results",

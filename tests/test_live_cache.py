@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.campaign_cache import CampaignCache
-from interop_runner.analysis.live_cache import LiveCache
+from interop_runner.analysis.running.campaign_cache import CampaignCache
+from interop_runner.analysis.running.live_cache import LiveCache
 
 from .test_campaign_cache import cached_load, make_campaign, run_files
 

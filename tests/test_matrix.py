@@ -100,7 +100,7 @@ def _sample_with_costs(tmp_path, costs=COSTS):
 
 
 def test_cost_matrix_medians_per_side_and_total(tmp_path):
-    from interop_runner.analysis.matrix import cost_matrix
+    from interop_runner.analysis.theories.matrix import cost_matrix
 
     frame = _sample_with_costs(tmp_path)
     server, client = cost_matrix(frame, "server"), cost_matrix(frame, "client")
@@ -116,7 +116,7 @@ def test_cost_matrix_medians_per_side_and_total(tmp_path):
 
 
 def test_cost_of_failed_attempts_is_not_counted(tmp_path):
-    from interop_runner.analysis.matrix import cost_matrix
+    from interop_runner.analysis.theories.matrix import cost_matrix
 
     frame = _sample_with_costs(tmp_path)
     frame.loc[frame["client_cpu_s_per_gib"] == 9.0, "status"] = "failed"
@@ -124,7 +124,7 @@ def test_cost_of_failed_attempts_is_not_counted(tmp_path):
 
 
 def test_cost_heatmap_shows_na_not_zero(tmp_path):
-    from interop_runner.analysis.matrix import cost_heatmap
+    from interop_runner.analysis.theories.matrix import cost_heatmap
 
     frame = _sample_with_costs(tmp_path)
     frame.loc[frame["server"] == "quiche", "status"] = "unsupported"
@@ -144,7 +144,7 @@ def test_cost_heatmap_shows_na_not_zero(tmp_path):
 
 
 def test_cost_heatmap_without_any_cost_draws_nothing(tmp_path):
-    from interop_runner.analysis.matrix import cost_heatmap
+    from interop_runner.analysis.theories.matrix import cost_heatmap
 
     frame = _sample_with_costs(tmp_path, {("quic-go", "quic-go"): [(None, None)]})
     table, fig = cost_heatmap(frame)
@@ -212,7 +212,7 @@ def test_a_wide_goodput_range_spans_the_colour_map():
 
 
 def test_colour_limits_and_the_spread():
-    from interop_runner.analysis.matrix import colour_limits, narrow_spread
+    from interop_runner.analysis.theories.matrix import colour_limits, narrow_spread
 
     assert colour_limits([100.0, float("nan"), 100.0]) == (97.5, 102.5)  # one value: +-2.5 %
     assert colour_limits([10.0, 40.0]) == (10.0, 40.0)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.diagnosis import LINK_SHARE
+from interop_runner.analysis.theories.diagnosis import LINK_SHARE
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.monitors import registry
 from interop_runner.parsers.sysstat import parse_pidstat

@@ -347,7 +347,7 @@ def report_verdicts(report: Any) -> dict[str, bool | None]:
 def stored_copy(sample: str, tmp_path: Path) -> Path:
     """A writable copy of a stored sample (its caches left out), each flow series cache
     (flows.parquet, kept where the captures were not) newer than its record, as written."""
-    from interop_runner.analysis.flow_series import SERIES_FILE
+    from interop_runner.analysis.frames.flow_series import SERIES_FILE
 
     source = DATA / SAMPLES[sample][0]
     target = Path(shutil.copytree(source, tmp_path / "data" / source.name,

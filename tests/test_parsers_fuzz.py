@@ -1,6 +1,6 @@
 """Parser fuzzing: damaged real tool output never crashes a parser or the load.
 
-The contract (interop_runner/parsers/__init__.py, analysis/columns.py): a parser returns a
+The contract (interop_runner/parsers/__init__.py, analysis/frames/columns.py): a parser returns a
 result or raises :class:`ParseError` (a short one-line ``reason`` for the record); the caller
 then records the monitor as missing with that reason. Inputs are the real captures in
 tests/data/ (parsers/, perf/, pcap/, results-sample/), cut at random points, with lines
@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interop_runner.analysis import load_results
-from interop_runner.analysis.columns import monitor_columns
+from interop_runner.analysis.frames.columns import monitor_columns
 from interop_runner.parsers import (
     ParseError,
     cpu_pct,
@@ -521,7 +521,7 @@ def _owned(attempt: Path, baseline: dict[str, Any], role: str, monitor: str) -> 
     finally:
         for n, data in saved.items():
             (side / n).write_bytes(data)
-    # (a missing perf-process.folded leaves no reason: analysis/columns.py skips perf then)
+    # (a missing perf-process.folded leaves no reason: analysis/frames/columns.py skips perf then)
     assert monitor == "perf" or [m for m in missing if m.startswith(f"{role}.{monitor}: ")]
     return set(baseline) - set(cols)
 

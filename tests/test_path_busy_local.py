@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.analysis.results import load_results
+from interop_runner.analysis.frames.results import load_results
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
 

@@ -1,6 +1,6 @@
-"""The emulated path's columns of the results frame (analysis/path_columns.py): <NA> without a
-path, the values of a real attempt over one (tests/data/path/sample-run.json), and the
-counters of a real delay line."""
+"""The emulated path's columns of the results frame (analysis/frames/path_columns.py):
+<NA> without a path, the values of a real attempt over one (tests/data/path/sample-run.json),
+and the counters of a real delay line."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from interop_runner.analysis.frame import COLUMNS
-from interop_runner.analysis.path_columns import PATH_COLUMNS, path_values
-from interop_runner.analysis.results import parse_attempt
+from interop_runner.analysis.frames.frame import COLUMNS
+from interop_runner.analysis.frames.path_columns import PATH_COLUMNS, path_values
+from interop_runner.analysis.frames.results import parse_attempt
 from interop_runner.testbed.path.counters import attempt_counters
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_runner.analysis.results import load_results
+from interop_runner.analysis.frames.results import load_results
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
@@ -131,7 +131,7 @@ def test_a_path_that_misses_its_calibration_stops_the_campaign_with_one_line(tmp
 
 @pytest.mark.usefixtures("local_testbed")
 def test_per_packet_records_at_the_bottleneck(tmp_path):
-    from interop_runner.analysis.bottleneck import bottleneck_packets
+    from interop_runner.analysis.frames.bottleneck import bottleneck_packets
 
     cfg = path_config(tmp_path, "p-packets", "{rate: 20mbit, rtt: 10ms, buffer: 1bdp, "
                       "record_packets: true, calibrate: off}", size="2MiB")

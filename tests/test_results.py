@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interop_runner.analysis import frame, load_results
-from interop_runner.analysis.frame import Chunk, NumericRows, Segment, pooled_chunks
+from interop_runner.analysis import load_results
+from interop_runner.analysis.frames import frame
+from interop_runner.analysis.frames.frame import Chunk, NumericRows, Segment, pooled_chunks
 from interop_runner.storage.run_record import RUN_SCHEMA_VERSION
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample"
@@ -66,7 +67,7 @@ def test_a_newer_run_json_is_a_row_with_one_line_reason(tmp_path):
     assert row["path"] == str(run.parent)
 
 
-# --- the pieces of the loader (analysis/frame.py) ---
+# --- the pieces of the loader (analysis/frames/frame.py) ---
 
 def test_numeric_rows_follow_dict_semantics():
     """Columns in order of first appearance; a later value of a name wins; a None of an

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from interop_runner.analysis.stats import (
+from interop_runner.analysis.theories.stats import (
     axis_number,
     axis_order,
     bootstrap_median_ci,

@@ -1,4 +1,5 @@
-"""Transitivity of "beats" between competing flows (paper 000 §6; analysis/transitivity.py):
+"""Transitivity of "beats" between competing flows (paper 000 §6;
+analysis/theories/transitivity.py):
 the logic on synthetic frames, then the real campaigns tests/data/flows-sample (three kernel
 TCP flows, cubic, bbr and reno, in every attempt) and tests/data/flows-runner-sample (a QUIC
 flow against a kernel TCP flow)."""
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 
 from interop_runner.analysis import check_transitivity, load_flow_results, pairwise_shares
-from interop_runner.analysis.transitivity import (
+from interop_runner.analysis.theories.transitivity import (
     BEATS,
     LOSES,
     NOT_MEASURED,

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Polygon  # noqa: E402
 
 from interop_runner.analysis import flow_conformance, load_flow_results, load_flows  # noqa: E402
-from interop_runner.analysis.envelope import hull_polygons, performance_envelope  # noqa: E402
-from interop_runner.analysis.flow_conformance import (  # noqa: E402
+from interop_runner.analysis.theories.envelope import hull_polygons, performance_envelope  # noqa: E402
+from interop_runner.analysis.theories.flow_conformance import (  # noqa: E402
     FLOW_CONFORMANCE_COLUMNS,
     conformance_table,
 )

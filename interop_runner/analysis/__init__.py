@@ -11,32 +11,37 @@ from interop_runner.analysis.ab.compare import (
     forest_plot,
     plan,
 )
-from interop_runner.analysis.conformance import conformance
-from interop_runner.analysis.diagnosis import add_bottleneck, diagnose
-from interop_runner.analysis.flow_conformance import flow_conformance
-from interop_runner.analysis.flows import (
+from interop_runner.analysis.frames.flows import (
     fairness_summary,
     flow_share_summary,
     load_flow_results,
     load_flows,
     quic_vs_tcp,
 )
-from interop_runner.analysis.importers.qir10g import (
-    is_qir10g_tree,
-    load_qir10g,
-    load_qir10g_perf_categories,
-)
-from interop_runner.analysis.matrix import goodput_matrix, plot_matrix, status_matrix
-from interop_runner.analysis.results import COLUMNS, load_results, summarize
-from interop_runner.analysis.series import (
+from interop_runner.analysis.frames.results import COLUMNS, load_results, summarize
+from interop_runner.analysis.frames.series import (
     load_core_usage,
     load_cpu_series,
     load_interface_rates,
     load_nic_queues,
     load_perf_categories,
 )
-from interop_runner.analysis.stats import bootstrap_median_ci, cell_stats, flag_outliers, knee
-from interop_runner.analysis.transitivity import (
+from interop_runner.analysis.importers.qir10g import (
+    is_qir10g_tree,
+    load_qir10g,
+    load_qir10g_perf_categories,
+)
+from interop_runner.analysis.theories.conformance import conformance
+from interop_runner.analysis.theories.diagnosis import add_bottleneck, diagnose
+from interop_runner.analysis.theories.flow_conformance import flow_conformance
+from interop_runner.analysis.theories.matrix import goodput_matrix, plot_matrix, status_matrix
+from interop_runner.analysis.theories.stats import (
+    bootstrap_median_ci,
+    cell_stats,
+    flag_outliers,
+    knee,
+)
+from interop_runner.analysis.theories.transitivity import (
     check_transitivity,
     pairwise_shares,
     transitivity,

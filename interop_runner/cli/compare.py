@@ -161,7 +161,7 @@ def _load_sides(args: argparse.Namespace) -> "tuple[pd.DataFrame, pd.DataFrame |
     """Both sides' frames (B: None with --variants); a damaged run.json or campaign.json on
     either side is no verdict: every one named, exit 2 (not 5, nor a pass; before the host
     facts, which a damaged campaign.json would only show as different)."""
-    from interop_runner.analysis.results import refuse_damaged
+    from interop_runner.analysis.frames.results import refuse_damaged
 
     frame_a = _load(args.a)
     frame_b = _load(args.b) if args.variants is None else None

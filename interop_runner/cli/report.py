@@ -51,7 +51,7 @@ def history_db(args: argparse.Namespace) -> Path | None:
 def cmd_report(args: argparse.Namespace) -> int:
     """Run the command; user errors are one ``error:`` line and exit code 2, and so is each
     damaged run.json after the report was written (it lists them under Failures)."""
-    from interop_runner.analysis.results import refuse_damaged
+    from interop_runner.analysis.frames.results import refuse_damaged
     from interop_runner.errors import ReportError, UserError
     from interop_runner.report.build import build_report
 

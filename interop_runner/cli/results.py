@@ -95,7 +95,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     run.json or campaign.json is a row without status (its reason names the file), then one
     ``error:`` line each and exit 2."""
     from interop_runner.analysis import load_results
-    from interop_runner.analysis.results import refuse_damaged
+    from interop_runner.analysis.frames.results import refuse_damaged
 
     frame = load_results(*args.results)
     suffix = args.output.suffix.lower()
@@ -115,7 +115,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     damaged run.json or campaign.json: the matrix of the others, then one ``error:`` line
     each and exit 2."""
     from interop_runner.analysis import load_results
-    from interop_runner.analysis.results import refuse_damaged
+    from interop_runner.analysis.frames.results import refuse_damaged
 
     frame = load_results(*args.results)
     if frame.empty:
@@ -140,7 +140,7 @@ def _heatmap(frame: "pd.DataFrame", metric: str | None) -> "Figure":
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from interop_runner.analysis.matrix import cost_heatmap, plot_matrix
+    from interop_runner.analysis.theories.matrix import cost_heatmap, plot_matrix
 
     if metric is None:
         plot_matrix(frame)

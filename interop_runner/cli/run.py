@@ -14,8 +14,8 @@ from interop_runner.exit_codes import ExitCode
 from interop_runner.units import format_iec
 
 if TYPE_CHECKING:
-    from interop_runner.analysis.live_cache import LiveCache
-    from interop_runner.analysis.progress import ProgressBar
+    from interop_runner.analysis.running.live_cache import LiveCache
+    from interop_runner.analysis.running.progress import ProgressBar
     from interop_runner.config.campaign import CampaignConfig
     from interop_runner.config.testbed import TestbedConfig
     from interop_runner.measure.campaign import Campaign
@@ -66,7 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(t.local for t in testbeds):
         ensure_local_testbed(cfg)
     _check_creatable(results_root)
-    from interop_runner.analysis.live_cache import LiveCache
+    from interop_runner.analysis.running.live_cache import LiveCache
 
     cache = LiveCache(len(testbeds))
     campaign = _campaign(args, cfg, testbeds, results_root, cache)
@@ -115,8 +115,8 @@ def dry_run(args: argparse.Namespace, cfg: "CampaignConfig",
 
 def _print_plan_summary(cfg: "CampaignConfig", testbeds: "list[TestbedConfig]",
                         plan: "CampaignPlan", results_dir: Path) -> None:
-    from interop_runner.analysis.estimate import describe_estimate, estimate_plan
-    from interop_runner.analysis.progress import campaign_history
+    from interop_runner.analysis.running.estimate import describe_estimate, estimate_plan
+    from interop_runner.analysis.running.progress import campaign_history
     from interop_runner.measure.plan import plan_order
 
     names, todo = [t.name for t in testbeds], plan.todo
@@ -202,7 +202,7 @@ def _progress(args: argparse.Namespace, campaign: "Campaign") -> "ProgressBar | 
     ``--no-progress``)."""
     if args.no_progress:
         return None
-    from interop_runner.analysis.progress import campaign_history, progress_bar
+    from interop_runner.analysis.running.progress import campaign_history, progress_bar
 
     names = [t.name for t in campaign.testbeds]
     history = campaign_history(campaign.results_root, names, campaign.runs)

@@ -1,5 +1,5 @@
 """The campaign plan: which runs, in which order, which are already stored (how long they
-take: :mod:`interop_runner.analysis.estimate`).
+take: :mod:`interop_runner.analysis.running.estimate`).
 
 Pure apart from reading stored records (resume) and the implementation registry.
 """

@@ -174,7 +174,7 @@ def markdown(result: pd.DataFrame) -> str:
 
 def side_figures(result: pd.DataFrame, side: str) -> pd.DataFrame:
     """One side's all-trials figures of a conformance comparison as a
-    :func:`~interop_runner.analysis.flow_conformance.flow_conformance`-like table."""
+    :func:`~interop_runner.analysis.theories.flow_conformance.flow_conformance`-like table."""
     columns = {f"{f}_{side}": f for f in FIGURES if f"{f}_{side}" in result.columns}
     keep = [c for c in ("stack", "congestion_control", *AXES) if c in result.columns]
     return result[[*keep, *columns]].rename(columns=columns)
@@ -184,7 +184,7 @@ def cells_markdown(cells: pd.DataFrame) -> str:
     """A Markdown table of conformance figures, one row per cell: stack, CC, buffer, RTT,
     Conformance, Conformance-T, its seed spread, Δ-throughput, Δ-delay, trials, why the
     figures are missing and the same-run Conformance, Conformance-T and Δs. ``cells``: a
-    :func:`~interop_runner.analysis.flow_conformance.flow_conformance` table (``server`` is
+    :func:`~interop_runner.analysis.theories.flow_conformance.flow_conformance` table (``server`` is
     the stack) or :func:`side_figures`."""
     stack = cells["stack"] if "stack" in cells.columns else cells.get("server")
     frame = pd.DataFrame({

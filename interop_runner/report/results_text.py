@@ -48,10 +48,10 @@ def _kind(meta: ImplementationMeta) -> str:
 
 def run_summary_text(frame: "pd.DataFrame") -> str:
     """The cell table that ends a run (``run.py run``) and that ``run.py summary`` prints of
-    a stored campaign: :func:`~interop_runner.analysis.results.summarize` (one row per pair,
+    a stored campaign: :func:`~interop_runner.analysis.frames.results.summarize` (one row per pair,
     or set of flows, and sweep variant), then the goodput matrix when the campaign has
     several servers or clients and no sweep (with a sweep the table is per variant)."""
-    from interop_runner.analysis.results import summarize
+    from interop_runner.analysis.frames.results import summarize
 
     table = summarize(frame).to_string(index=False, na_rep="n/a",
                                        float_format=lambda v: f"{v:.1f}")
@@ -72,7 +72,7 @@ def campaign_summary_text(name: str, directory: object, frame: "pd.DataFrame") -
 
 def goodput_matrix_text(frame: "pd.DataFrame") -> str:
     """The server x client goodput matrix of a results frame, after a blank line."""
-    from interop_runner.analysis.matrix import status_matrix
+    from interop_runner.analysis.theories.matrix import status_matrix
 
     return ("\nmedian goodput in Mbit/s; rows: server, columns: client\n"
             + status_matrix(frame).to_string())
@@ -81,7 +81,7 @@ def goodput_matrix_text(frame: "pd.DataFrame") -> str:
 def cost_matrices_text(frame: "pd.DataFrame", metric: str) -> str:
     """The server x client CPU cost matrices (server, client, total), each after a blank
     line."""
-    from interop_runner.analysis.matrix import (
+    from interop_runner.analysis.theories.matrix import (
         COST_METRICS,
         SIDES,
         cost_column,

@@ -13,7 +13,7 @@ from interop_runner.report.model import ReportCampaign, testbed_documents
 if TYPE_CHECKING:
     import pandas as pd
 
-# the CPU cost per side in the summary (analysis.matrix: CPU-seconds per GiB delivered)
+# the CPU cost per side in the summary (analysis.theories.matrix: CPU-seconds per GiB delivered)
 CPU_COST_COLUMNS = {"server_cpu_s_per_gib": "server CPU-s/GiB",
                     "client_cpu_s_per_gib": "client CPU-s/GiB"}
 
@@ -23,8 +23,8 @@ def summary_table(frame: "pd.DataFrame") -> "pd.DataFrame":
     per axis that varies, in the axis' own order: 1x, 2x, ..., 16x), else per variant; with
     the median CPU-s/GiB per side over the ok attempts when any attempt measured it. A set of
     flows is one cell, named by its flows (``flows``, ``tcp-reno+quic-go-reno``)."""
-    from interop_runner.analysis.results import label_flow_sets
-    from interop_runner.analysis.stats import axis_order, cell_stats
+    from interop_runner.analysis.frames.results import label_flow_sets
+    from interop_runner.analysis.theories.stats import axis_order, cell_stats
 
     frame = label_flow_sets(frame)
     by = ["server", "client"]
@@ -51,7 +51,7 @@ def _with_cpu_costs(table: "pd.DataFrame", frame: "pd.DataFrame",
     CPU-s/GiB of each side that was measured in any ok attempt."""
     import pandas as pd
 
-    from interop_runner.analysis.stats import ok_mask
+    from interop_runner.analysis.theories.stats import ok_mask
 
     masks = {c: ok_mask(frame, c) for c in CPU_COST_COLUMNS}
     present = [c for c, mask in masks.items() if mask.any()]
@@ -67,12 +67,12 @@ def _with_cpu_costs(table: "pd.DataFrame", frame: "pd.DataFrame",
 def campaigns_table(campaigns: Sequence[ReportCampaign]) -> "pd.DataFrame":
     """The cells of every campaign in one table, a campaign after the other: the campaign's
     name, then the table the end of its run printed
-    (:func:`~interop_runner.analysis.results.summarize`: attempts per status,
+    (:func:`~interop_runner.analysis.frames.results.summarize`: attempts per status,
     median/min/max goodput, CPU cost per side); a campaign without attempts is one row of 0
     attempts."""
     import pandas as pd
 
-    from interop_runner.analysis.results import summarize
+    from interop_runner.analysis.frames.results import summarize
 
     parts = [summarize(c.frame) if len(c.frame) else pd.DataFrame({"attempts": [0]})
              for c in campaigns]

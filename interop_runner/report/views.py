@@ -103,7 +103,7 @@ VIEWS: tuple[View, ...] = (
          "delivered, median over the successful attempts; both panels share one colour "
          "scale, darker is more expensive, NA = not measured. Read it next to the goodput "
          "matrix: a pair that is slow and expensive on one side points at that side.",
-         needs_pairs=2, module="interop_runner.analysis.matrix"),
+         needs_pairs=2, module="interop_runner.analysis.theories.matrix"),
     View("buffers", "Socket buffer sweep (Fig. 3-4)", "buffer_sweep", "frame",
          "Goodput against the UDP receive buffer (multiples of 208 KiB). Look for the knee "
          "where goodput stops rising, and for receive-buffer drops and ACK counts falling "

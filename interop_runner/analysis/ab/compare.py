@@ -509,7 +509,7 @@ def compare_variants(frame: pd.DataFrame, column: str, a: str, b: str, *,
 def undecided_cells(cfg: CampaignConfig) -> Callable[[Path], set[tuple[str, str]]]:
     """For an adaptive A/B campaign (``sweep.adaptive``): a function from its directory to
     the cells (server, client as written) whose verdict is still ``inconclusive``."""
-    from interop_runner.analysis.results import load_results
+    from interop_runner.analysis.frames.results import load_results
     from interop_runner.config.sweep import variants
 
     assert cfg.sweep.adaptive is not None
@@ -602,7 +602,7 @@ def compare_campaigns(dir_a: Path | str, dir_b: Path | str, *, force: bool = Fal
     (:func:`facts_differences`), unless ``force``; a forced comparison records the
     differences in ``result.attrs["host_differences"]`` and ``attrs["forced"] = True``.
     """
-    from interop_runner.analysis.results import load_results
+    from interop_runner.analysis.frames.results import load_results
 
     differences = facts_differences(campaign_hosts(dir_a), campaign_hosts(dir_b))
     if differences and not force:

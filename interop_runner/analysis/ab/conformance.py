@@ -1,7 +1,7 @@
 """A/B verdicts on the conformance of a congestion control against the kernel's (paper 000
 §3; docs/conformance.md, "For maintainers"; docs/compare.md).
 
-A cell's Conformance (:func:`~interop_runner.analysis.flow_conformance.flow_conformance`)
+A cell's Conformance (:func:`~interop_runner.analysis.theories.flow_conformance.flow_conformance`)
 is one value computed from all its trials at once: the performance envelope is the
 intersection over the trials, so there is no per-trial sample to run the goodput rule on.
 The sample here is **per attempt**: the attempt's QUIC flow (one trial) against the kernel
@@ -37,7 +37,7 @@ import pandas as pd
 
 from interop_runner.analysis.ab.compare import _held_fixed, _normalized, compare
 from interop_runner.analysis.ab.cost import as_value
-from interop_runner.analysis.flow_conformance import conformance_table
+from interop_runner.analysis.theories.flow_conformance import conformance_table
 
 __all__ = ["CELL_FIGURES", "CONFORMANCE_VERDICTS", "MIN_EFFECT", "NOT_BY_NAME",
            "TRIAL_COLUMNS", "VALUE", "Side", "compare_conformance", "conformance_keys",
@@ -204,7 +204,7 @@ def side_of(flows: pd.DataFrame, flow_results: pd.DataFrame) -> Side:
 
 
 def _loaded(directory: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from interop_runner.analysis.flows import load_flow_results, load_flows
+    from interop_runner.analysis.frames.flows import load_flow_results, load_flows
 
     return load_flows(directory), load_flow_results(directory)
 

@@ -113,7 +113,7 @@ def hosts_digest(meta: dict[str, Any], directory: Path) -> str | None:
 
 def check_complete(directory: Path, meta: dict[str, Any], frame: pd.DataFrame) -> None:
     """Refuse unreadable records and fewer stored runs than planned."""
-    from interop_runner.analysis.results import damaged_files
+    from interop_runner.analysis.frames.results import damaged_files
 
     unreadable = len(damaged_files(frame))  # the loader's one mark of a damaged record
     if unreadable:
@@ -234,7 +234,7 @@ class Rows:
 def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
     """Load a campaign (through its cache) and build its rows; CampaignRefused when a record
     is unreadable or runs are missing."""
-    from interop_runner.analysis.results import load_results
+    from interop_runner.analysis.frames.results import load_results
 
     frame = load_results(directory)
     check_complete(directory, meta, frame)
@@ -250,11 +250,11 @@ def campaign_rows(directory: Path, meta: dict[str, Any], digest: str) -> Rows:
 
 def conformance_rows(directory: Path, campaign: str, frame: pd.DataFrame) -> pd.DataFrame:
     """The conformance table's rows of a campaign (``frame``: its results): one per cell and
-    flow label of :func:`~interop_runner.analysis.flow_conformance.flow_conformance`, with
+    flow label of :func:`~interop_runner.analysis.theories.flow_conformance.flow_conformance`, with
     the testbed, the sweep axes as JSON (``axes``), the series ``signature`` (flow set,
     label and axes) and the tested stack's version; none without flow sets."""
     from interop_runner.analysis.ab.conformance import has_flows
-    from interop_runner.analysis.flow_conformance import flow_conformance
+    from interop_runner.analysis.theories.flow_conformance import flow_conformance
 
     if not has_flows(frame):
         return pd.DataFrame(columns=list(store.CONFORMANCE_COLUMNS))
@@ -406,7 +406,7 @@ def upgrade_1_to_2(con: "duckdb.DuckDBPyConnection") -> None:
 def _stored_conformance(campaign: str, directory: Path) -> pd.DataFrame:
     """The conformance rows of a campaign read again from its directory (none when it is
     gone or unreadable: the upgrade does not fail on one campaign)."""
-    from interop_runner.analysis.results import load_results
+    from interop_runner.analysis.frames.results import load_results
 
     if not (directory / "campaign.json").is_file():
         return pd.DataFrame()

@@ -10,8 +10,8 @@ Layout (see ``docs/qir10g.md``)::
 
 :func:`load_qir10g` turns such a tree into the DataFrame :func:`load_results` gives for the
 project's own campaigns: one row per repetition DIRECTORY (``attempt`` is always 1), the typed
-:data:`~interop_runner.analysis.results.COLUMNS`, the same role-prefixed monitor columns as
-:func:`~interop_runner.analysis.columns.monitor_columns` (parsed by the same parsers), plus
+:data:`~interop_runner.analysis.frames.results.COLUMNS`, the same role-prefixed monitor columns as
+:func:`~interop_runner.analysis.frames.columns.monitor_columns` (parsed by the same parsers), plus
 columns that only this format has (``experiment``, ``qir_goodput_mbps``, ``server_node``,
 ``server_param_<name>``, ``qir_arg_<name>``...).
 
@@ -36,9 +36,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.columns import ROLES, DirectoryFiles, extract_role
-from interop_runner.analysis.diagnosis import add_bottleneck
-from interop_runner.analysis.frame import COLUMNS, Chunk, pooled_chunks
+from interop_runner.analysis.frames.columns import ROLES, DirectoryFiles, extract_role
+from interop_runner.analysis.frames.frame import COLUMNS, Chunk, pooled_chunks
+from interop_runner.analysis.theories.diagnosis import add_bottleneck
 from interop_runner.monitors import MONITORS, SideInput, declared_columns
 from interop_runner.monitors.captures import perf_rules, perf_share_columns
 from interop_runner.parsers import ParseError, mean_cpu_pct, parse_pidstat
@@ -565,8 +565,9 @@ def load_qir10g(*paths: Path | str) -> pd.DataFrame:
 
 def load_qir10g_perf_categories(*paths: Path | str) -> pd.DataFrame:
     """perf category shares (paper Fig. 7) of predecessor repetitions with ``out.perf.zst``,
-    in the long format of :func:`~interop_runner.analysis.series.load_perf_categories`: one row
-    per repetition, role, scope (``process``: the implementation's processes, as named by
+    in the long format of
+    :func:`~interop_runner.analysis.frames.series.load_perf_categories`: one row per
+    repetition, role, scope (``process``: the implementation's processes, as named by
     pidstat; ``system``: every sample of the node, ``perf record -a``) and category."""
     tasks, experiments = _tasks(paths)
     out: list[dict[str, Any]] = []

@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from interop_runner.analysis.stats import STAT_COLUMNS, ok_mask
+from interop_runner.analysis.theories.stats import STAT_COLUMNS, ok_mask
 from interop_runner.errors import StoreError
 from interop_runner.storage.campaign_record import read_campaign
 

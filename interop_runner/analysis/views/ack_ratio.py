@@ -3,7 +3,7 @@ client's packets against the ACK ratio asked for.
 
 Left: the mean goodput of the ok attempts with their min-max as error bars, a line per pair,
 solid / dashed / dotted per base RTT. Right: the client's datagrams sent per datagram received
-(``client_ack_ratio_measured``, :mod:`interop_runner.analysis.ack_ratio`) with the ideal 1/n
+(``client_ack_ratio_measured``, :mod:`interop_runner.analysis.frames.ack_ratio`) with the ideal 1/n
 dotted: a stack that ACKs per receive batch, or whose ACK timer fires first, lies below it.
 The x axis is the ratio 1:n on a log scale.
 
@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.ack_ratio import ack_ratio_summary
+from interop_runner.analysis.frames.ack_ratio import ack_ratio_summary
 from interop_runner.analysis.views._common import empty, figure, has_values, no_data, pair_label
 
 COLUMNS = ["pair", "server", "client", "path_rtt_ms", "ack_ratio", "n", "goodput_mean",
@@ -29,7 +29,7 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 
 def ack_ratio_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """:func:`~interop_runner.analysis.ack_ratio.ack_ratio_summary` of the attempts that
+    """:func:`~interop_runner.analysis.frames.ack_ratio.ack_ratio_summary` of the attempts that
     asked for an ACK ratio, with a ``pair`` label: one row per pair, base RTT (ms; NA without
     a path) and ratio n (1:n), goodput in Mbit/s, the client's datagram counts and measured
     ratio (NA without the nstat monitor). Empty without any ``ack_ratio``."""

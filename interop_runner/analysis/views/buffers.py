@@ -11,7 +11,13 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.stats import STAT_COLUMNS, axis_number, axis_order, cell_stats, knee
+from interop_runner.analysis.theories.stats import (
+    STAT_COLUMNS,
+    axis_number,
+    axis_order,
+    cell_stats,
+    knee,
+)
 from interop_runner.analysis.views._common import (
     PAIR,
     axis_column,
@@ -53,10 +59,10 @@ def buffer_sweep(frame: pd.DataFrame, axis: str | None = None, *, threshold: flo
     ``axis``: the sweep axis (column ``axis_rmem``, label ``rmem`` or path ``knobs.rmem``);
     by default the axis of ``knobs.rmem`` (or a per-node rmem, or ``params.socket_rcvbuf``).
     One row per pair and buffer value: ``buffer`` (as configured), ``multiple`` (of 208 KiB),
-    the :func:`~interop_runner.analysis.stats.cell_stats` of the goodput, medians of
+    the :func:`~interop_runner.analysis.theories.stats.cell_stats` of the goodput, medians of
     ``client_packets_sent`` (``packets_source`` names the counter), ``client_rcvbuf_drops``
     (UdpRcvbufErrors), ``client_drop_share`` (drops / datagrams arriving) and both CPU
-    shares, and the pair's knee (:func:`~interop_runner.analysis.stats.knee` at
+    shares, and the pair's knee (:func:`~interop_runner.analysis.theories.stats.knee` at
     ``threshold`` of the best median) with its bootstrap interval.
     """
     column = axis_column(frame, BUFFER_PATHS, ("rmem", "socket_rcvbuf"), explicit=axis)

@@ -1,7 +1,7 @@
 """Measured goodput against the closed-form ceilings of paper 003, section IV (its Fig. 3-5):
 the attempts' goodput as points against the path's loss and against its base RTT, each pair's
 closed-form curve drawn over them: min(link, Mathis, window / RTT) as its attempts' ceilings
-give it, moved along RTT and loss by the formulas (:mod:`interop_runner.analysis.ceilings`,
+give it, moved along RTT and loss by the formulas (:mod:`interop_runner.analysis.theories.ceilings`,
 docs/closed-form.md).
 
 Input is the frame of :func:`~interop_runner.analysis.load_results`; attempts without a ceiling
@@ -19,8 +19,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.ceilings import flow_control_ceiling_mbps
-from interop_runner.analysis.stats import ok_mask
+from interop_runner.analysis.theories.ceilings import flow_control_ceiling_mbps
+from interop_runner.analysis.theories.stats import ok_mask
 from interop_runner.analysis.views._common import (
     PAIR,
     empty,

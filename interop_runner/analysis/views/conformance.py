@@ -29,15 +29,15 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 
-from interop_runner.analysis.conformance import Fitted, fit_conformance
-from interop_runner.analysis.envelope import hull_polygons
-from interop_runner.analysis.flow_conformance import (
+from interop_runner.analysis.frames.flows import load_flow_results, load_flows, path_conditions
+from interop_runner.analysis.theories.conformance import Fitted, fit_conformance
+from interop_runner.analysis.theories.envelope import hull_polygons
+from interop_runner.analysis.theories.flow_conformance import (
     FlowClouds,
     conformance_table,
     flow_clouds,
 )
-from interop_runner.analysis.flows import load_flow_results, load_flows, path_conditions
-from interop_runner.analysis.stats import axis_number
+from interop_runner.analysis.theories.stats import axis_number
 from interop_runner.analysis.views._common import (
     PathLike,
     Source,

@@ -21,14 +21,14 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.flows import (
+from interop_runner.analysis.frames.flows import (
     fairness_summary,
     load_flow_results,
     load_flows,
     path_conditions,
     quic_vs_tcp,
 )
-from interop_runner.analysis.stats import axis_number, axis_order
+from interop_runner.analysis.theories.stats import axis_number, axis_order
 from interop_runner.analysis.views._common import Source, as_paths, empty, figure, finite, no_data
 
 TIMELINE_COLUMNS = ["campaign", "flow_set", "variant", "repetition", "attempt", "path",

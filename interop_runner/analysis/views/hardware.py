@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats
+from interop_runner.analysis.theories.stats import STAT_COLUMNS, cell_stats
 from interop_runner.analysis.views._common import (
     PAIR,
     campaign_dir,
@@ -111,7 +111,7 @@ def hardware(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0
 
     The testbed is the ``testbed`` column (each record names its testbed; a campaign over
     several testbeds has ``axis_testbed`` too). Per testbed and pair:
-    :func:`~interop_runner.analysis.stats.cell_stats` of the goodput, the CPU model and max
+    :func:`~interop_runner.analysis.theories.stats.cell_stats` of the goodput, the CPU model and max
     frequency of the testbed (:func:`host_facts`, server node, else client node) and
     ``median_normalised`` = median x ``reference_mhz`` / ``cpu_max_mhz`` (reference: the
     lowest maximum frequency among the testbeds), likewise the interval. Without a known

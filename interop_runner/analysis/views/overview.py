@@ -1,5 +1,5 @@
 """Overviews of a campaign: the server x client goodput matrix (paper Fig. 6) and what limited
-each cell (the bottleneck labels of :mod:`interop_runner.analysis.diagnosis`)."""
+each cell (the bottleneck labels of :mod:`interop_runner.analysis.theories.diagnosis`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.diagnosis import LABELS
-from interop_runner.analysis.matrix import plot_matrix, status_matrix
-from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats, failed_mask, ok_mask
+from interop_runner.analysis.theories.diagnosis import LABELS
+from interop_runner.analysis.theories.matrix import plot_matrix, status_matrix
+from interop_runner.analysis.theories.stats import STAT_COLUMNS, cell_stats, failed_mask, ok_mask
 from interop_runner.analysis.views._common import (
     PAIR,
     empty,
@@ -34,10 +34,10 @@ def interop_heatmap(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0
                     ) -> tuple[pd.DataFrame, Figure]:
     """Median goodput of every server x client pair, failures marked in the cells.
 
-    Per pair: :func:`~interop_runner.analysis.stats.cell_stats` of the goodput, the
+    Per pair: :func:`~interop_runner.analysis.theories.stats.cell_stats` of the goodput, the
     attempts per failure status and the cell's text from
-    :func:`~interop_runner.analysis.matrix.status_matrix` (``1234.5 (1/3 failed)``,
-    ``unsupported``). The figure is :func:`~interop_runner.analysis.matrix.plot_matrix`; a
+    :func:`~interop_runner.analysis.theories.matrix.status_matrix` (``1234.5 (1/3 failed)``,
+    ``unsupported``). The figure is :func:`~interop_runner.analysis.theories.matrix.plot_matrix`; a
     frame with several sweep variants is pooled, which the title says.
     """
     title = "Goodput per server x client (Fig. 6)"

@@ -4,7 +4,7 @@ implementation pair, the repetitions' min-max range as error bars), the paths' c
 (configured against measured) and the bottleneck's counters per attempt.
 
 Input is the frame of :func:`~interop_runner.analysis.load_results`, whose path columns
-(:data:`~interop_runner.analysis.path_columns.PATH_COLUMNS`) are <NA> for attempts over the
+(:data:`~interop_runner.analysis.frames.path_columns.PATH_COLUMNS`) are <NA> for attempts over the
 direct link: a campaign without a path gives empty frames and the "no data" figure.
 """
 
@@ -17,8 +17,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.results import load_results
-from interop_runner.analysis.stats import failed_mask, ok_mask
+from interop_runner.analysis.frames.results import load_results
+from interop_runner.analysis.theories.stats import failed_mask, ok_mask
 from interop_runner.analysis.views._common import (
     PAIR,
     Source,

@@ -8,8 +8,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.matrix import colour_limits
-from interop_runner.analysis.stats import axis_order, failed_mask, ok_mask
+from interop_runner.analysis.theories.matrix import colour_limits
+from interop_runner.analysis.theories.stats import axis_order, failed_mask, ok_mask
 from interop_runner.analysis.views._common import (
     PAIR,
     axis_column,

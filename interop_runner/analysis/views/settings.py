@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.stats import STAT_COLUMNS, cell_stats, ok_mask
+from interop_runner.analysis.theories.stats import STAT_COLUMNS, cell_stats, ok_mask
 from interop_runner.analysis.views._common import (
     PAIR,
     axis_column,
@@ -62,7 +62,7 @@ def crypto(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0
 
     The mode is the cipher asked for (column ``cipher``, else the ``params.cipher`` axis)
     and, with a ``params.aes_hw`` axis, whether AES hardware acceleration was allowed. Per
-    pair and mode: :func:`~interop_runner.analysis.stats.cell_stats` of the goodput, the
+    pair and mode: :func:`~interop_runner.analysis.theories.stats.cell_stats` of the goodput, the
     cipher seen on the wire most often (``wire_cipher``, handshake monitor) and the requests
     a side could not honour (``unhonoured``), so a mode that did not really run shows.
     """
@@ -125,7 +125,7 @@ def offloads(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0
     The preset is the ``knobs.offload`` axis (``off``, ``udp-only``, ``all-on``; a per-node
     offload axis also counts), combined with the stacks' own GSO when that varies
     (``params.gso`` axis or the ``gso`` column): ``off, app GSO on``. Per pair and preset:
-    :func:`~interop_runner.analysis.stats.cell_stats` of the goodput and the medians of
+    :func:`~interop_runner.analysis.theories.stats.cell_stats` of the goodput and the medians of
     ``client_cpu_pct`` and ``server_cpu_pct`` (100 = one core).
     """
     title = "Goodput per offload preset (Fig. 9)"

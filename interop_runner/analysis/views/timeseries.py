@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from interop_runner.analysis.series import load_interface_rates, load_perf_categories
-from interop_runner.analysis.stats import ok_mask
+from interop_runner.analysis.frames.series import load_interface_rates, load_perf_categories
+from interop_runner.analysis.theories.stats import ok_mask
 from interop_runner.analysis.views._common import (
     Source,
     as_paths,
@@ -67,7 +67,7 @@ def perf_categories(frame_or_paths: Source) -> tuple[pd.DataFrame, Figure]:
     """Share of CPU samples per perf category, per implementation and role.
 
     Accepts the results frame (its ``<role>_perf_<category>_share`` columns), the long frame
-    of :func:`~interop_runner.analysis.series.load_perf_categories` (process scope), or
+    of :func:`~interop_runner.analysis.frames.series.load_perf_categories` (process scope), or
     campaign paths to load it from. Per implementation, role and category: the number of
     attempts and the median and mean share (the means of one bar add up to 1, the bars
     stack them; a category absent in an attempt counts as 0 there).
@@ -116,7 +116,7 @@ def goodput_over_time(paths: Source) -> tuple[pd.DataFrame, Figure]:
     each transfer: an upper view of goodput over time (it counts headers too).
 
     Accepts campaign paths (or the frame of
-    :func:`~interop_runner.analysis.series.load_interface_rates`). One row per sample:
+    :func:`~interop_runner.analysis.frames.series.load_interface_rates`). One row per sample:
     pair, repetition, attempt, ``t_s`` (seconds since the attempt's first sample) and
     ``rate_mbps`` (client receive rate; the server's transmit rate when the client has no
     samples).

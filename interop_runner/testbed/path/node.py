@@ -180,7 +180,7 @@ class PathNode:
                           stderr=f"{directory}/qdisc-samples.err")]
         if captures and self.placement.kind == "router":
             # the side leaving the queue first (and stopped last), so that no packet at
-            # either edge looks dropped or unmatched (analysis/bottleneck.py)
+            # either edge looks dropped or unmatched (analysis/frames/bottleneck.py)
             for name, dev, way in (("out", self.placement.data_if, "out"),
                                    ("in", self.placement.reverse_if, "in")):
                 procs.append(ex.start(

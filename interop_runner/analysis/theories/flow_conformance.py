@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.conformance import SPREAD_SEEDS, conformance
-from interop_runner.analysis.envelope import K_MAX
-from interop_runner.analysis.flows import load_flow_results, load_flows
-from interop_runner.analysis.kernel_reference import (
+from interop_runner.analysis.frames.flows import load_flow_results, load_flows
+from interop_runner.analysis.theories.conformance import SPREAD_SEEDS, conformance
+from interop_runner.analysis.theories.envelope import K_MAX
+from interop_runner.analysis.theories.kernel_reference import (
     ReferenceKey,
     attempt_contexts,
     halves,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from interop_runner.analysis.frame import Segment
+from interop_runner.analysis.frames.frame import Segment
 from interop_runner.monitors import ROLES
 
 GIB = 1 << 30

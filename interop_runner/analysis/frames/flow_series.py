@@ -2,7 +2,7 @@
 
 An attempt with ``flows`` in its record (run.json schema 6, docs/flows.md) names each flow's
 server port. With ``path.record_packets`` the attempt directory holds the captures on both
-sides of the bottleneck's queue (:mod:`~interop_runner.analysis.bottleneck`); a packet
+sides of the bottleneck's queue (:mod:`~interop_runner.analysis.frames.bottleneck`); a packet
 belongs to flow ``i`` when it leaves the server from flow ``i``'s port over its transport
 (``udp`` for QUIC, ``tcp`` for kernel TCP): the data direction. The reverse direction
 (ACKs) never crosses these captures' queue and unrelated packets are left out.
@@ -34,7 +34,12 @@ from typing import Any
 
 import pandas as pd
 
-from interop_runner.analysis.bottleneck import IN_FILE, OUT_FILE, bottleneck_packets, flow_series
+from interop_runner.analysis.frames.bottleneck import (
+    IN_FILE,
+    OUT_FILE,
+    bottleneck_packets,
+    flow_series,
+)
 from interop_runner.errors import StoreError
 from interop_runner.storage.layout import content_key, stale_sources
 from interop_runner.storage.run_record import read_run

@@ -14,10 +14,10 @@ from typing import Any, Callable, NamedTuple, NoReturn, TypeVar
 
 import numpy as np
 
-from interop_runner.analysis.ceilings import CEILING_COLUMNS
-from interop_runner.analysis.fairness import FAIRNESS_COLUMNS
-from interop_runner.analysis.host_columns import HOST_COLUMNS
-from interop_runner.analysis.path_columns import PATH_COLUMNS
+from interop_runner.analysis.frames.host_columns import HOST_COLUMNS
+from interop_runner.analysis.frames.path_columns import PATH_COLUMNS
+from interop_runner.analysis.theories.ceilings import CEILING_COLUMNS
+from interop_runner.analysis.theories.fairness import FAIRNESS_COLUMNS
 from interop_runner.parsers.snapshots import NamesMemo
 
 # column -> pandas dtype (nullable types: a value a tool could not measure stays <NA>, never 0)
@@ -76,21 +76,21 @@ COLUMNS: dict[str, Any] = {
     # variant (A/B campaigns compare the variants of one cell)
     "cell_server": "string",
     "cell_client": "string",
-    # how <role>_cycles_per_byte was obtained (analysis/cpu_cost.py); <NA> without a value
+    # how <role>_cycles_per_byte was obtained (analysis/frames/cpu_cost.py); <NA> without a value
     "cycles_basis": "string",
-    # how client_ack_ratio_measured was obtained, or why it is NA (analysis/ack_ratio.py)
+    # how client_ack_ratio_measured was obtained, or why it is NA (analysis/frames/ack_ratio.py)
     "ack_ratio_basis": "string",
     "started_at": "datetime64[ns, UTC]",
     "finished_at": "datetime64[ns, UTC]",
     "schema_version": "Int64",
     "path": "string",
-    # how busy the hosts were over the attempt (analysis/host_columns.py); <NA>: not read
+    # how busy the hosts were over the attempt (analysis/frames/host_columns.py); <NA>: not read
     **{name: dtype for name, (dtype, _, _) in HOST_COLUMNS.items()},
-    # the emulated path (analysis/path_columns.py); <NA> over the direct link
+    # the emulated path (analysis/frames/path_columns.py); <NA> over the direct link
     **{name: dtype for name, (dtype, _, _) in PATH_COLUMNS.items()},
-    # competing flows and their fairness (analysis/fairness.py); <NA> without flows
+    # competing flows and their fairness (analysis/theories/fairness.py); <NA> without flows
     **{name: dtype for name, (dtype, _, _) in FAIRNESS_COLUMNS.items()},
-    # closed-form goodput ceilings of the path (analysis/ceilings.py); <NA> without a
+    # closed-form goodput ceilings of the path (analysis/theories/ceilings.py); <NA> without a
     # calibrated path, with the reason in ceiling_missing
     **{name: dtype for name, (dtype, _, _) in CEILING_COLUMNS.items()},
 }

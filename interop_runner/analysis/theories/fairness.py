@@ -3,7 +3,7 @@ sliding windows, as columns of the results frame (docs/flows.md).
 
 Jain's fairness index of throughputs x_1..x_n is (Σx)² / (n · Σx²): 1 when every flow got
 the same, 1/n when one flow got everything. ``jain_index`` uses each flow's mean throughput
-over its trimmed window at the bottleneck (:mod:`~interop_runner.analysis.flow_series`);
+over its trimmed window at the bottleneck (:mod:`~interop_runner.analysis.frames.flow_series`);
 without captures it falls back to the flows' goodput from the record (the whole transfer,
 start-up included), and ``fairness_basis`` says which. The sliding index is computed in
 windows of :data:`DEFAULT_WINDOW_S` sliding by one bin, over the flows whose kept bins cover
@@ -23,7 +23,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.flow_series import cached_flow_series, flows_of
+from interop_runner.analysis.frames.flow_series import cached_flow_series, flows_of
 
 __all__ = ["DEFAULT_WINDOW_S", "FAIRNESS_COLUMNS", "fairness_values", "jain_index",
            "series_fairness", "sliding_jain"]

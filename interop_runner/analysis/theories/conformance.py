@@ -39,8 +39,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from interop_runner.analysis import cloud_store
-from interop_runner.analysis.envelope import (
+from interop_runner.analysis.theories import cloud_store
+from interop_runner.analysis.theories.envelope import (
     K_MAX,
     Envelope,
     choose_k,

@@ -14,20 +14,17 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.ack_ratio import NAME as ACK_RATIO_COLUMN
-from interop_runner.analysis.ack_ratio import ack_ratio_measured
-from interop_runner.analysis.ceilings import ceiling_values
-from interop_runner.analysis.columns import (
+from interop_runner.analysis.frames.ack_ratio import NAME as ACK_RATIO_COLUMN
+from interop_runner.analysis.frames.ack_ratio import ack_ratio_measured
+from interop_runner.analysis.frames.columns import (
     joined_values,
     link_rate_mbps,
     monitor_segments,
     requested_monitors,
 )
-from interop_runner.analysis.cpu_cost import NAMES as CYCLES_COLUMNS
-from interop_runner.analysis.cpu_cost import cycles_per_byte
-from interop_runner.analysis.diagnosis import bottleneck_columns, rule_inputs
-from interop_runner.analysis.fairness import fairness_values
-from interop_runner.analysis.frame import (
+from interop_runner.analysis.frames.cpu_cost import NAMES as CYCLES_COLUMNS
+from interop_runner.analysis.frames.cpu_cost import cycles_per_byte
+from interop_runner.analysis.frames.frame import (
     BASE_KEYS,
     COLUMNS,
     Chunk,
@@ -37,9 +34,12 @@ from interop_runner.analysis.frame import (
     merge_chunks,
     pooled_chunks,
 )
-from interop_runner.analysis.host_columns import host_values
+from interop_runner.analysis.frames.host_columns import host_values
+from interop_runner.analysis.frames.path_columns import path_values
 from interop_runner.analysis.importers.qir10g import find_qir10g_experiments, load_qir10g
-from interop_runner.analysis.path_columns import path_values
+from interop_runner.analysis.theories.ceilings import ceiling_values
+from interop_runner.analysis.theories.diagnosis import bottleneck_columns, rule_inputs
+from interop_runner.analysis.theories.fairness import fairness_values
 from interop_runner.config.sweep import slug
 from interop_runner.errors import DamagedResults, StoreError
 from interop_runner.monitors import declared_columns
@@ -109,7 +109,7 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
     row.update(path_values(data, data.get("goodput_mbps")))
     row.update(ceiling_values(data))  # what the path allows; read by the diagnosis
     # competing flows: their series is parsed from the captures once and kept as
-    # flows.parquet in the attempt directory (analysis/flow_series.py)
+    # flows.parquet in the attempt directory (analysis/frames/flow_series.py)
     row.update(fairness_values(path.parent, data))
     return row
 
@@ -455,7 +455,7 @@ def load_results(*paths: Path | str, cache: bool = True) -> pd.DataFrame:
     """Load every attempt below the given campaign or results directories.
 
     Returns one row per attempt: the typed columns of :data:`COLUMNS`, monitor columns
-    (role-prefixed, see :mod:`interop_runner.analysis.columns`), ``link_rate_mbps``,
+    (role-prefixed, see :mod:`interop_runner.analysis.frames.columns`), ``link_rate_mbps``,
     ``monitors_missing`` and the ``bottleneck`` label. Parsed campaigns are cached as Parquet
     in ``<campaign>/.cache/`` (``cache=False`` re-parses).
     """

@@ -29,8 +29,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.flows import path_conditions
-from interop_runner.analysis.stats import mean_ci
+from interop_runner.analysis.frames.flows import path_conditions
+from interop_runner.analysis.theories.stats import mean_ci
 
 __all__ = ["BEATS", "LOSES", "NOT_MEASURED", "PAIR_COLUMNS", "TIE", "TRIPLE_COLUMNS",
            "check_transitivity", "pair_outcome", "pairwise_shares", "transitivity"]

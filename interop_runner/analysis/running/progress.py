@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from interop_runner.analysis.estimate import (
+from interop_runner.analysis.running.estimate import (
     History,
     PlannedLike,
     RemainingTime,

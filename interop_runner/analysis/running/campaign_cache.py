@@ -1,6 +1,6 @@
 """A campaign's Parquet cache built while the campaign runs, complete when it ends.
 
-:func:`~interop_runner.analysis.results.load_results` caches a finished campaign's frame in
+:func:`~interop_runner.analysis.frames.results.load_results` caches a finished campaign's frame in
 ``<campaign>/.cache/`` (``attempts.parquet`` and the signature ``attempts.json``: the
 SHA-256 of campaign.json and of every run.json, the code's version), but only
 when it first loads it, which is then a cold parse of every attempt. A
@@ -10,7 +10,8 @@ campaign reads the cache. A row depends only on its ``run.json``, the attempt's 
 campaign's context (host facts, requested monitors); the context is read from the final
 ``campaign.json`` when the cache is written, so the frame is the one a cold load makes.
 Parsing an attempt of competing flows with bottleneck captures also writes its per-flow
-series, ``flows.parquet`` in the attempt directory (:mod:`~interop_runner.analysis.flow_series`).
+series, ``flows.parquet`` in the attempt directory
+(:mod:`~interop_runner.analysis.frames.flow_series`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from interop_runner.analysis import frame
-from interop_runner.analysis.frame import Segment, chunked, merge_chunks
-from interop_runner.analysis.results import (
+from interop_runner.analysis.frames import frame
+from interop_runner.analysis.frames.frame import Segment, chunked, merge_chunks
+from interop_runner.analysis.frames.results import (
     ParsedAttempt,
     campaign_context,
     campaign_run_files,

@@ -17,9 +17,13 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from interop_runner.analysis.flow_series import FLOW_SERIES_COLUMNS, cached_flow_series, flows_of
-from interop_runner.analysis.results import load_results
-from interop_runner.analysis.stats import cell_stats, mean_ci, ok_mask
+from interop_runner.analysis.frames.flow_series import (
+    FLOW_SERIES_COLUMNS,
+    cached_flow_series,
+    flows_of,
+)
+from interop_runner.analysis.frames.results import load_results
+from interop_runner.analysis.theories.stats import cell_stats, mean_ci, ok_mask
 from interop_runner.errors import StoreError
 from interop_runner.storage.run_record import read_run
 

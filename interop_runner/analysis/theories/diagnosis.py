@@ -4,8 +4,8 @@ Rules, applied in this order (the first that fires wins; see docs/monitors.md):
 
 0. ``above_ceiling`` — not a limit but a measurement error: over a calibrated path, the goodput
    is above one of the path's closed-form ceilings by more than that ceiling's tolerance
-   (``ceiling_exceeded``, :mod:`interop_runner.analysis.ceilings`, docs/closed-form.md), so no
-   other label can be trusted.
+   (``ceiling_exceeded``, :mod:`interop_runner.analysis.theories.ceilings`,
+   docs/closed-form.md), so no other label can be trusted.
 1. ``path_rate`` — over an emulated path (docs/paths.md): goodput (of all flows together, in
    an attempt of several) reached at least ``LINK_SHARE`` of the path's bottleneck rate.
    ``link_rate`` — goodput reached at least ``LINK_SHARE`` of the narrowest rate on the path:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from interop_runner.analysis.stats import ok_mask
+from interop_runner.analysis.theories.stats import ok_mask
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

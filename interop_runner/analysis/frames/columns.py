@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from interop_runner.analysis.frame import Segment
+from interop_runner.analysis.frames.frame import Segment
 from interop_runner.monitors import ROLES, Monitor, NoValue, SideInput, ValueBlock
 from interop_runner.monitors.registry import ALWAYS, MONITORS
 from interop_runner.parsers import ParseError
@@ -32,7 +32,7 @@ _ORDERED: list[Monitor] = [{**ALWAYS, **MONITORS}[n] for n in EXTRACTION_ORDER]
 # column name -> role-prefixed name, per role (the same few hundred names recur every attempt)
 _FULL_NAMES: dict[str, dict[str, str]] = {role: {} for role in ROLES}
 # values joined with the host facts when a campaign's attempts are merged (link rate, cycles),
-# and the client's datagram counters (its measured ACK ratio: analysis/ack_ratio.py)
+# and the client's datagram counters (its measured ACK ratio: analysis/frames/ack_ratio.py)
 _JOINED = ("server_qdisc_rate_mbps", "client_qdisc_rate_mbps", "server_cpu_s_per_gib",
            "client_cpu_s_per_gib", "client_udp_out_datagrams", "client_udp_in_datagrams")
 _READ_SIZE = 1 << 16

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from interop_runner.analysis.campaign_cache import CampaignCache
+    from interop_runner.analysis.running.campaign_cache import CampaignCache
 
 
 class LiveCache:
@@ -40,7 +40,7 @@ class LiveCache:
         if self._failed is not None:
             return
         try:
-            from interop_runner.analysis.campaign_cache import CampaignCache
+            from interop_runner.analysis.running.campaign_cache import CampaignCache
 
             if self._cache is None:
                 self._cache = CampaignCache(directory)
@@ -55,7 +55,7 @@ class LiveCache:
             self._import.join()
         if self._failed is not None:
             return f"warning: no results cache written ({self._failed})"
-        from interop_runner.analysis.campaign_cache import CampaignCache
+        from interop_runner.analysis.running.campaign_cache import CampaignCache
 
         (self._cache or CampaignCache(directory)).finish()
         return None
@@ -63,6 +63,6 @@ class LiveCache:
 
 def _import_cache_module() -> None:
     try:
-        import interop_runner.analysis.campaign_cache  # noqa: F401
+        import interop_runner.analysis.running.campaign_cache  # noqa: F401
     except Exception:  # noqa: BLE001 - LiveCache.add meets the same error and reports it
         pass

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from interop_runner.analysis.frame import Segment
+from interop_runner.analysis.frames.frame import Segment
 
 NAME = "client_ack_ratio_measured"
 SENT = "client_udp_out_datagrams"
