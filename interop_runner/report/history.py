@@ -125,8 +125,9 @@ def _rendered(series: HistorySeries, fig: "Figure", figures_dir: Path) -> Render
     stem = f"{HISTORY_ANCHOR}__{slugify(series.name)}"
     view = View(stem, series.name, "", "history",
                 f"{len(series.change_points)} change point(s), marked in the figure.")
-    rendered = RenderedFigure(view, figure_svg(fig), series.table,
-                              save_figure(fig, figures_dir, stem), stem)
+    svg = figure_svg(fig)
+    rendered = RenderedFigure(view, svg, series.table, save_figure(fig, figures_dir, stem, svg),
+                              stem)
     plt.close(fig)
     return rendered
 

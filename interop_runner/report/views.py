@@ -233,9 +233,9 @@ def render_views(campaign: ReportCampaign, figures_dir: Path,
                 plt.close(fig)
             continue
         stem = f"{campaign.slug}__{view.name}"
-        files = save_figure(fig, figures_dir, stem)
-        campaign.figures.append(RenderedFigure(view, figure_svg(fig), data, files, stem,
-                                               table))
+        svg = figure_svg(fig)
+        files = save_figure(fig, figures_dir, stem, svg)
+        campaign.figures.append(RenderedFigure(view, svg, data, files, stem, table))
         plt.close(fig)
 
 
@@ -286,12 +286,16 @@ def figure_svg(fig: "Figure") -> str:
     return buf.getvalue()
 
 
-def save_figure(fig: "Figure", directory: Path, stem: str) -> list[Path]:
-    """Write ``<stem>.png`` and ``<stem>.svg``; returns both paths."""
+def save_figure(fig: "Figure", directory: Path, stem: str, svg: str | None = None
+                ) -> list[Path]:
+    """Write ``<stem>.png`` and ``<stem>.svg``; returns both paths. ``svg``: the figure's
+    SVG already rendered (:func:`figure_svg`, as the report embeds it), written as it is
+    instead of drawing the figure a third time."""
     directory.mkdir(parents=True, exist_ok=True)
-    out = []
-    for suffix, extra in ((".png", {"dpi": 150}), (".svg", {})):
-        path = directory / f"{stem}{suffix}"
-        fig.savefig(path, bbox_inches="tight", **extra)  # type: ignore[arg-type]
-        out.append(path)
-    return out
+    png, svg_path = directory / f"{stem}.png", directory / f"{stem}.svg"
+    fig.savefig(png, bbox_inches="tight", dpi=150)
+    if svg is None:
+        fig.savefig(svg_path, bbox_inches="tight")
+    else:
+        svg_path.write_text(svg)
+    return [png, svg_path]
