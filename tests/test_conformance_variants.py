@@ -155,7 +155,7 @@ def test_the_figures_of_a_build_do_not_move_with_the_k_means_seed(data: Path) ->
     0-9 Conformance-T moves by at most 0.05, here not at all. One k-means clustering per
     seed and the steepest drop of its R(k) moved A's between 0.62 and 0.90 and A''s between
     0.65 and 0.96 (docs/conformance.md, "Choice of k")."""
-    from interop_runner.analysis.theories import flow_conformance
+    from interop_runner.analysis import flow_conformance
     table = flow_conformance(ab_campaign(data)).set_index("axis_build")
     assert set(table.index) == {A, A2, B, "picoquic@pr2"}
     for build, row in table.iterrows():

@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from interop_runner.analysis import flow_conformance
 from interop_runner.analysis.history import ChangePointSettings, check, ingest, query
 from interop_runner.analysis.history.db import load_conformance
 from interop_runner.analysis.history.series import conformance_series_rows
-from interop_runner.analysis.theories import flow_conformance
 from interop_runner.cli.main import main
 from interop_runner.errors import UserError
 

@@ -21,11 +21,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from interop_runner.analysis import (  # noqa: E402
-    ceilings,  # noqa: E402
-    closed_form,
-    load_results,
-)
+from interop_runner.analysis import closed_form, load_results  # noqa: E402
+from interop_runner.analysis.theories import ceilings  # noqa: E402
 from interop_runner.analysis.views.ceilings import (  # noqa: E402
     COLUMNS,
     closed_form_figure,

@@ -248,7 +248,8 @@ def compare(frame_a: pd.DataFrame, frame_b: pd.DataFrame, *, min_effect: float =
             change: str = "relative") -> pd.DataFrame:
     """Compare the goodput of side B against side A per cell.
 
-    ``frame_a``/``frame_b`` are results frames (:func:`~.results.load_results`, or any frame
+    ``frame_a``/``frame_b`` are results frames
+    (:func:`~interop_runner.analysis.frames.results.load_results`, or any frame
     with ``status``, ``goodput_mbps`` and the key columns). ``by`` overrides the key columns
     (default :func:`cell_keys`). Returns one row per cell, sorted by the keys, with the keys
     and ``n_a, n_b`` (ok attempts), ``failed_a, failed_b`` (attempts not ok: failed, timeout,

@@ -77,8 +77,10 @@ def _axes(frame: pd.DataFrame) -> list[str]:
 
 def trial_conformance(flows: pd.DataFrame, flow_results: pd.DataFrame,
                       delay: str = "queue_delay_ms_mean") -> pd.DataFrame:
-    """Per attempt and QUIC flow label (frames of :func:`~.flows.load_flows` and
-    :func:`~.flows.load_flow_results`): the conformance of that attempt's flow against the
+    """Per attempt and QUIC flow label (frames of
+    :func:`~interop_runner.analysis.frames.flows.load_flows` and
+    :func:`~interop_runner.analysis.frames.flows.load_flow_results`): the conformance of that
+    attempt's flow against the
     same attempt's kernel TCP flow of its congestion control (``conformance_same_run``),
     one trial each, k = 1 (a single trial keeps all its points: the paper's rule for one
     trial; k-means draws nothing, so no seed spread is computed). Columns: the cell
@@ -134,7 +136,8 @@ def compare_conformance(trials_a: pd.DataFrame, trials_b: pd.DataFrame, *,
     points; verdicts ``better`` / ``worse`` / ``no change`` / ``inconclusive``. ``by``: the
     cell keys (default :func:`conformance_keys`); ``stats``: ``paired``, ``confidence``,
     ``alpha``, ``n_boot``, ``seed``, ``min_samples`` as for compare. ``cells_a``/``cells_b``
-    (:func:`~.flow_conformance.conformance_table` of each side): their figures are added as
+    (:func:`~interop_runner.analysis.theories.flow_conformance.conformance_table` of each side):
+    their figures are added as
     ``<figure>_a``/``<figure>_b`` (:data:`CELL_FIGURES`)."""
     keys = list(by) if by is not None else conformance_keys(trials_a, trials_b)
     result = compare(as_value(trials_a, VALUE), as_value(trials_b, VALUE),
@@ -189,7 +192,8 @@ NOT_BY_NAME = ("flow sets are cells by their written names: compare variants of 
 class Side:
     """One side of a conformance comparison: its per-attempt values
     (:func:`trial_conformance`) and its all-trials cell figures
-    (:func:`~.flow_conformance.conformance_table`), each against its own kernel flows."""
+    (:func:`~interop_runner.analysis.theories.flow_conformance.conformance_table`), each against
+    its own kernel flows."""
 
     trials: pd.DataFrame
     cells: pd.DataFrame

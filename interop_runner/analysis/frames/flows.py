@@ -173,7 +173,8 @@ def _with_mean_ci(table: pd.DataFrame, frame: pd.DataFrame, keys: list[str], val
 
 def flow_share_summary(flow_results: pd.DataFrame, by: Sequence[str] = ("flow_set", "variant"),
                        value: str = "share", confidence: float = 0.95) -> pd.DataFrame:
-    """Per cell (``by``) and flow ``label``: the statistics of :func:`~.stats.cell_stats`
+    """Per cell (``by``) and flow ``label``: the statistics of
+    :func:`~interop_runner.analysis.theories.stats.cell_stats`
     of ``value`` (a flow's share by default) over the repetitions (ok flows; failed ones in
     ``failures``), with the t interval of the mean (``mean_ci_low``, ``mean_ci_high``) and
     the ``share_basis`` of the cell's rows (``series``, ``goodput`` or ``mixed``)."""
@@ -206,7 +207,8 @@ def _one_basis(values: "pd.Series[Any]") -> str:
 def fairness_summary(results: pd.DataFrame, by: Sequence[str] = ("flow_set", "variant"),
                      value: str = "jain_index", confidence: float = 0.95) -> pd.DataFrame:
     """Per cell (``by``; ``flow_set`` is the results frame's ``cell_client``) of the
-    attempts with flows: :func:`~.stats.cell_stats` of ``value`` (Jain's index by default)
+    attempts with flows: :func:`~interop_runner.analysis.theories.stats.cell_stats` of ``value``
+    (Jain's index by default)
     over the repetitions with the t interval of the mean (``mean_ci_low``,
     ``mean_ci_high``)."""
     if "flow_count" not in results.columns:

@@ -1,6 +1,7 @@
 """Conformance of each QUIC flow of stored campaigns against the kernel (paper 000 §3,
 docs/conformance.md), from the per-flow series at the bottleneck
-(:func:`~.flows.load_flows`: bins of 10 base RTTs, the first and last 10 % of each flow's
+(:func:`~interop_runner.analysis.frames.flows.load_flows`: bins of 10 base RTTs, the first and last
+10 % of each flow's
 time trimmed).
 
 A cell is one campaign, flow set, variant and sweep point. In it, the test cloud of a QUIC
@@ -103,8 +104,10 @@ def flow_conformance(*paths: Path | str, delay: str = "queue_delay_ms_mean",
 def conformance_table(flows: pd.DataFrame, flow_results: pd.DataFrame,
                       delay: str = "queue_delay_ms_mean",
                       contexts: pd.DataFrame | None = None, **options: Any) -> pd.DataFrame:
-    """:func:`flow_conformance` on frames already loaded (:func:`~.flows.load_flows`,
-    :func:`~.flows.load_flow_results` of the same directories). ``contexts``: each
+    """:func:`flow_conformance` on frames already loaded
+    (:func:`~interop_runner.analysis.frames.flows.load_flows`,
+    :func:`~interop_runner.analysis.frames.flows.load_flow_results` of the same directories).
+    ``contexts``: each
     attempt's path and kernel (:func:`~.kernel_reference.attempt_contexts`, read from the
     attempts' records when None)."""
     cells = [*CELL, *(c for c in flow_results.columns if c.startswith("axis_"))]

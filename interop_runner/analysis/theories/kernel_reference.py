@@ -136,7 +136,8 @@ def _campaign_hosts(attempt: Path, seen: dict[Path, dict[str, Any]]) -> dict[str
 
 def kernel_runs(flow_results: pd.DataFrame, contexts: pd.DataFrame
                 ) -> dict[ReferenceKey, list[tuple[str, list[int]]]]:
-    """The kernel-vs-kernel runs of ``flow_results`` (:func:`~.flows.load_flow_results`
+    """The kernel-vs-kernel runs of ``flow_results``
+    (:func:`~interop_runner.analysis.frames.flows.load_flow_results`
     rows) by :class:`ReferenceKey`: per run its attempt path and the flows of that
     congestion control (two or more, all kernel TCP flows of an attempt of kernel flows
     only, all ended ok), in the frame's order (campaign, flow set, variant, repetition,

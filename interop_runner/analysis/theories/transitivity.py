@@ -7,7 +7,8 @@ competing with CCA Z". It found it is not across congestion controls (lsquic CUB
 msquic CUBIC, msquic CUBIC beats chromium BBR, lsquic CUBIC does not beat chromium BBR in
 deep buffers) but seems to be within one congestion control.
 
-Here, per path condition (:func:`~.flows.path_conditions`: the swept axes other than the set
+Here, per path condition (:func:`~interop_runner.analysis.frames.flows.path_conditions`: the swept
+axes other than the set
 of flows; a pair measured in different flow sets of one condition counts as one pair), the
 share of flow group A against B is x_A / (x_A + x_B) of their mean throughputs at the
 bottleneck in one attempt (the goodput without captures), from attempts in which exactly
@@ -48,7 +49,8 @@ TRIPLE_COLUMNS = ["a", "b", "c", "controls", "intra_cca", "share_ab", "share_bc"
 def pairwise_shares(flow_results: pd.DataFrame, by: Sequence[str] | None = None,
                     group: str = "label", two_flows_only: bool = True,
                     confidence: float = 0.95) -> pd.DataFrame:
-    """Per condition (``by``: default :func:`~.flows.path_conditions`) and ordered pair of
+    """Per condition (``by``: default
+    :func:`~interop_runner.analysis.frames.flows.path_conditions`) and ordered pair of
     flow groups (``group``: the flow's label by default, e.g. ``quiche/cubic``): ``n``
     attempts, the mean share of ``a`` against ``b`` with its t interval (``confidence``)
     and ``share_basis`` (``series``, ``goodput`` or ``mixed``); ``control_a``/``control_b``
@@ -170,7 +172,7 @@ def check_transitivity(flow_results: pd.DataFrame, margin: float = 0.05,
                        by: Sequence[str] | None = None, two_flows_only: bool = True,
                        confidence: float = 0.95) -> pd.DataFrame:
     """:func:`transitivity` of :func:`pairwise_shares` of the frame of
-    :func:`~.flows.load_flow_results` (the arguments as there)."""
+    :func:`~interop_runner.analysis.frames.flows.load_flow_results` (the arguments as there)."""
     pairs = pairwise_shares(flow_results, by=by, two_flows_only=two_flows_only,
                             confidence=confidence)
     return transitivity(pairs, margin,

@@ -7,7 +7,8 @@ Each view is a ``*_frame`` function (pure: the data it plots) and a ``*_figure``
 (a matplotlib ``Figure``, no pyplot state); ``conformance_envelopes``,
 ``conformance_envelope_grid`` and ``conformance_heatmap`` return both.
 ``conformance_cells`` is the report's table. Input: campaign or results directories, or
-the frames already loaded (a :func:`~.flow_conformance.flow_conformance` table for the
+the frames already loaded (a
+:func:`~interop_runner.analysis.theories.flow_conformance.flow_conformance` table for the
 heatmap, ``(load_flows(...), load_flow_results(...))`` for the envelopes). A campaign without
 a tested flow gives empty frames and the "no data" figure; a cell whose figures are <NA>
 shows NA, its reason in ``conformance_missing``.
@@ -128,7 +129,8 @@ def _loaded(paths: PathLike | Sequence[PathLike]
 
 
 def _table(source: Source) -> pd.DataFrame:
-    """A :func:`~.flow_conformance.flow_conformance` table: given, or of campaign paths."""
+    """A :func:`~interop_runner.analysis.theories.flow_conformance.flow_conformance` table: given,
+    or of campaign paths."""
     return source.copy() if isinstance(source, pd.DataFrame) else _loaded(source)[2]
 
 
@@ -175,7 +177,8 @@ def _row_names(table: pd.DataFrame) -> "pd.Series[Any]":
 
 
 def conformance_heatmap_frame(source: Source) -> pd.DataFrame:
-    """One row per tested flow and cell (:func:`~.flow_conformance.flow_conformance` of
+    """One row per tested flow and cell
+    (:func:`~interop_runner.analysis.theories.flow_conformance.flow_conformance` of
     campaign paths, or that table): ``row`` (the heatmap's row: the label, with other
     swept conditions), ``rtt`` and ``buffer`` (:data:`ONE` when not swept), Conformance,
     Conformance-T, the translation vector (``delta_*``: Mbit/s, ms, test minus the
