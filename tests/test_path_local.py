@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from interop_runner.analysis.frames.results import load_results
+from interop_runner.measure.path_session import BUSY_RECALIBRATIONS
 from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
@@ -126,6 +127,11 @@ def test_a_path_that_misses_its_calibration_stops_the_campaign_with_one_line(tmp
     assert list(iter_run_files(camp)) == []  # no attempt ran over the untrusted path
     cal = next(iter(json.loads((camp / "campaign.json").read_text())["paths"].values()))
     assert cal["calibration"]["ok"] is False
+    # a miss on a busy host (the unit run beside this one makes it busy) is measured again,
+    # up to twice, each earlier one kept; one on an idle host is final at once
+    earlier, last = cal["calibration"]["earlier"], cal["calibration"]
+    assert all(e["ok"] is False and e["host_busy"] is True for e in earlier)
+    assert len(earlier) == BUSY_RECALIBRATIONS or last["host_busy"] is not True
     assert path_items("qir-router") == ""
 
 
