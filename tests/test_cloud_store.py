@@ -69,7 +69,7 @@ def test_without_a_writable_directory_nothing_is_stored(
         calls.append(x)
         return 2 * x
 
-    stored = cloud_store.cached(twice)
+    stored = cloud_store.cached("trials")(twice)
     assert stored(3, code="k", trials=None) == stored(3, code="k", trials=None) == 6
     assert calls == [3, 3]
 
@@ -77,3 +77,40 @@ def test_without_a_writable_directory_nothing_is_stored(
 def test_the_code_key_names_the_sources_and_versions() -> None:
     assert len(cloud_store.CODE_KEY) == 16
     assert cloud_store._code_key() == cloud_store.CODE_KEY
+
+
+# the figures of a test cloud against a reference (the translation search), stored as the
+# clouds are: printed, or refused when they would be computed again
+FIGURES = """
+import importlib, sys
+import numpy as np
+conformance = importlib.import_module("interop_runner.analysis.theories.conformance")
+rng = np.random.default_rng(int(sys.argv[1]))
+def trials(shift):
+    return [np.vstack([rng.normal((1 + shift, 5), 0.4, (60, 2)),
+                       rng.normal((4, 2 + shift), 0.6, (60, 2))]) for _ in range(3)]
+test, reference = trials(0.5), trials(0.0)
+if sys.argv[2] == "refuse":
+    def refused(*args, **kwargs):
+        raise SystemExit("computed, not read from the store")
+    conformance.best_translation = conformance.overlaps = refused
+r = conformance.conformance(test, reference, spread_seeds=())
+print(repr((r.conformance, r.conformance_t, r.delta_throughput, r.delta_delay,
+            r.delta_throughput_range, r.delta_delay_range)))
+"""
+
+
+def run_figures(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "QIR_CACHE_DIR": str(store)}
+    return subprocess.run([sys.executable, "-c", FIGURES, *args], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+def test_a_second_process_reads_the_figures_the_first_computed(tmp_path: Path) -> None:
+    first = run_figures(tmp_path, "1", "compute")
+    assert first.returncode == 0, first.stderr
+    second = run_figures(tmp_path, "1", "refuse")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout  # the same figures, bit for bit
+    other = run_figures(tmp_path, "2", "refuse")  # other clouds: computed, not looked up
+    assert "computed, not read from the store" in other.stderr

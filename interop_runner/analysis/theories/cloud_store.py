@@ -4,7 +4,8 @@ Clustering a cloud (choosing k on R(k), :func:`~.envelope.retention`) is most of
 conformance table costs, and one campaign's clouds are computed by several processes: the
 report, each notebook's kernel, ``run.py compare``. :func:`cached` keeps a function's result
 in a joblib :class:`~joblib.Memory` store under :func:`location`, keyed by the function's
-arguments (the caller passes the trials' digest, not the trials: ``trials`` is not hashed),
+arguments (the caller passes the data's digest, not the data: ``trials``, or the two clouds
+of a comparison, are not hashed again),
 one of them ``code``, :data:`CODE_KEY`: the sources of the modules a cloud is computed by
 and the numpy and scipy versions, so a change of either computes the cloud again (joblib
 itself also starts over when the function's own source changes). The store is bounded
@@ -53,23 +54,26 @@ def location() -> Path | None:
     return path if os.access(path, os.W_OK) else None
 
 
-def cached(function: F) -> F:
-    """``function`` with its results kept in the store, by its arguments but ``trials``
-    (the caller passes ``code=CODE_KEY``); the function itself where there is no store.
-    The store is opened, and trimmed to :data:`STORE_BYTES`, at the first call in a
-    process (importing the analysis writes nothing)."""
-    opened: list[Callable[..., Any]] = []
+def cached(*ignore: str) -> Callable[[F], F]:
+    """A decorator: the function with its results kept in the store, by its arguments but
+    those named in ``ignore`` (the data itself, whose digest the caller passes as another
+    argument, with ``code=CODE_KEY``); the function itself where there is no store. The
+    store is opened, and trimmed to :data:`STORE_BYTES`, at the first call in a process
+    (importing the analysis writes nothing)."""
+    def decorate(function: F) -> F:
+        opened: list[Callable[..., Any]] = []
 
-    @functools.wraps(function)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if not opened:
-            opened.append(_open(function))
-        return opened[0](*args, **kwargs)
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not opened:
+                opened.append(_open(function, list(ignore)))
+            return opened[0](*args, **kwargs)
 
-    return call  # type: ignore[return-value]
+        return call  # type: ignore[return-value]
+    return decorate
 
 
-def _open(function: Callable[..., Any]) -> Callable[..., Any]:
+def _open(function: Callable[..., Any], ignore: list[str]) -> Callable[..., Any]:
     from joblib import Memory
 
     where = location()
@@ -77,5 +81,5 @@ def _open(function: Callable[..., Any]) -> Callable[..., Any]:
         return function
     memory = Memory(where, verbose=0)
     memory.reduce_size(bytes_limit=STORE_BYTES)
-    cached_function: Callable[..., Any] = memory.cache(function, ignore=["trials"])
+    cached_function: Callable[..., Any] = memory.cache(function, ignore=ignore)
     return cached_function

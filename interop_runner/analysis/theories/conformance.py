@@ -92,6 +92,13 @@ class Cloud:
             digest.update(b"|")
         return digest.hexdigest()
 
+    @functools.cached_property
+    def content(self) -> str:
+        """What the figures against another cloud are computed from: the PE's hulls
+        (:attr:`signature`) and the points it keeps."""
+        return hashlib.sha256(f"{self.signature}|{content_digest([self.kept])}".encode()
+                              ).hexdigest()
+
 
 def cloud(trials: Sequence[Points], k: int | None = None, k_max: int = K_MAX,
           seed: int = 0) -> Cloud:
@@ -129,7 +136,7 @@ def _cloud(trials: _Trials, k: int | None, k_max: int, seed: int) -> Cloud:
                         trials=trials)
 
 
-@cloud_store.cached
+@cloud_store.cached("trials")
 def stored_cloud(digest: str, k: int | None, k_max: int, seed: int, *, code: str,
                  trials: _Trials) -> Cloud:
     """:func:`_cloud` as :mod:`.cloud_store` keeps it: keyed by the trials' ``digest`` (the
@@ -408,10 +415,21 @@ _NO_FIGURES = _Figures((math.nan, math.nan), np.full(2, math.nan), np.full(2, ma
 
 def _figures(test: Cloud, reference: Cloud) -> _Figures:
     """The figures of two clouds; NaN when a PE keeps none of its points (its trials have
-    no region in common: nothing to compare)."""
-    total = len(test.kept) + len(reference.kept)
+    no region in common: nothing to compare). The translation search is most of a table's
+    cost once the clouds are stored: kept in the store too, by what it depends on (each
+    PE's hulls and kept points)."""
     if not len(test.kept) or not len(reference.kept):
         return _NO_FIGURES
+    return stored_figures(test.content, reference.content, code=cloud_store.CODE_KEY,
+                          test=test, reference=reference)
+
+
+@cloud_store.cached("test", "reference")
+def stored_figures(test_key: str, reference_key: str, *, code: str, test: Cloud,
+                   reference: Cloud) -> _Figures:
+    """:func:`_figures` as :mod:`.cloud_store` keeps it: keyed by each cloud's
+    :attr:`Cloud.content` and the ``code`` it is computed by."""
+    total = len(test.kept) + len(reference.kept)
     at_zero = int(overlaps(test, reference, np.zeros((1, 2)))[0])
     best = best_translation(test, reference)
     return _Figures((at_zero / total, best.count / total), -best.shift, best.extent)
