@@ -1,8 +1,7 @@
 """Conformance of each QUIC flow of stored campaigns against the kernel (paper 000 §3,
 docs/conformance.md), from the per-flow series at the bottleneck
-(:func:`~interop_runner.analysis.frames.flows.load_flows`: bins of 10 base RTTs, the first and last
-10 % of each flow's
-time trimmed).
+(:func:`~interop_runner.analysis.frames.flows.load_flows`: bins of 10 base RTTs, the first
+and last 10 % of each flow's time trimmed).
 
 A cell is one campaign, flow set, variant and sweep point. In it, the test cloud of a QUIC
 flow (by label) has one trial per attempt in which that flow ended ok: its kept bins as
@@ -107,9 +106,8 @@ def conformance_table(flows: pd.DataFrame, flow_results: pd.DataFrame,
     """:func:`flow_conformance` on frames already loaded
     (:func:`~interop_runner.analysis.frames.flows.load_flows`,
     :func:`~interop_runner.analysis.frames.flows.load_flow_results` of the same directories).
-    ``contexts``: each
-    attempt's path and kernel (:func:`~.kernel_reference.attempt_contexts`, read from the
-    attempts' records when None)."""
+    ``contexts``: each attempt's path and kernel (:func:`~.kernel_reference.attempt_contexts`,
+    read from the attempts' records when None)."""
     cells = [*CELL, *(c for c in flow_results.columns if c.startswith("axis_"))]
     sources = _sources(flows, flow_results, delay, contexts)
     rows = []
