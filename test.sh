@@ -23,7 +23,7 @@ esac
 bash pos_scripts/install.sh --all
 pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=10)
 case $mode in
-  quick) exec "${pytest[@]}" -n 2 --dist loadfile -m "not testbed" "$@" tests ;;
+  quick) exec "${pytest[@]}" -n 2 --dist worksteal -m "not testbed" "$@" tests ;;
   serial) exec "${pytest[@]}" "$@" tests ;;
 esac
 
