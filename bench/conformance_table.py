@@ -35,8 +35,7 @@ def _axes(table: pd.DataFrame) -> list[str]:
 
 def _buffer(row: pd.Series) -> str:
     """The cell's path as its axes say (``1bdp``, or ``10ms, 1bdp``)."""
-    return ", ".join(str(row[c]) for c in row.index if c.startswith("axis_")
-                     and c != "axis_flows")
+    return ", ".join(str(row[c]) for c in _axes(row.to_frame().T))
 
 
 def test_rows(table: pd.DataFrame) -> list[str]:

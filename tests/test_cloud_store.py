@@ -34,9 +34,10 @@ print(c.k, c.signature, len(c.kept), ",".join(f"{r:.12f}" for r in c.retention))
 """
 
 
-def run(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(store: Path, *args: str, script: str = SCRIPT) -> subprocess.CompletedProcess[str]:
+    """``script`` (the clouds' by default) in a process of its own, over the store ``store``."""
     env = {**os.environ, "QIR_CACHE_DIR": str(store)}
-    return subprocess.run([sys.executable, "-c", SCRIPT, *args], capture_output=True,
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
                           text=True, env=env, timeout=300)
 
 
@@ -100,17 +101,11 @@ print(repr((r.conformance, r.conformance_t, r.delta_throughput, r.delta_delay,
 """
 
 
-def run_figures(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "QIR_CACHE_DIR": str(store)}
-    return subprocess.run([sys.executable, "-c", FIGURES, *args], capture_output=True,
-                          text=True, env=env, timeout=300)
-
-
 def test_a_second_process_reads_the_figures_the_first_computed(tmp_path: Path) -> None:
-    first = run_figures(tmp_path, "1", "compute")
+    first = run(tmp_path, "1", "compute", script=FIGURES)
     assert first.returncode == 0, first.stderr
-    second = run_figures(tmp_path, "1", "refuse")
+    second = run(tmp_path, "1", "refuse", script=FIGURES)
     assert second.returncode == 0, second.stderr
     assert second.stdout == first.stdout  # the same figures, bit for bit
-    other = run_figures(tmp_path, "2", "refuse")  # other clouds: computed, not looked up
+    other = run(tmp_path, "2", "refuse", script=FIGURES)  # other clouds: computed, not looked up
     assert "computed, not read from the store" in other.stderr

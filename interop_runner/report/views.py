@@ -286,16 +286,12 @@ def figure_svg(fig: "Figure") -> str:
     return buf.getvalue()
 
 
-def save_figure(fig: "Figure", directory: Path, stem: str, svg: str | None = None
-                ) -> list[Path]:
+def save_figure(fig: "Figure", directory: Path, stem: str, svg: str) -> list[Path]:
     """Write ``<stem>.png`` and ``<stem>.svg``; returns both paths. ``svg``: the figure's
-    SVG already rendered (:func:`figure_svg`, as the report embeds it), written as it is
-    instead of drawing the figure a third time."""
+    SVG as :func:`figure_svg` rendered it for the report to embed, written as it is (the
+    figure is not drawn again for the file)."""
     directory.mkdir(parents=True, exist_ok=True)
     png, svg_path = directory / f"{stem}.png", directory / f"{stem}.svg"
     fig.savefig(png, bbox_inches="tight", dpi=150)
-    if svg is None:
-        fig.savefig(svg_path, bbox_inches="tight")
-    else:
-        svg_path.write_text(svg)
+    svg_path.write_text(svg)
     return [png, svg_path]
