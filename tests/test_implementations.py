@@ -148,7 +148,8 @@ def test_every_implementation_says_its_receive_window() -> None:
 
 
 @pytest.mark.parametrize("written, message", [
-    ({"size": 16777216, "source": "x"}, "give the unit"),
+    ({"size": 16777216, "source": "x"}, "16777216 has no unit: give one"),
+    ({"size": 16.0, "source": "x"}, "16.0 has no unit: give one"),
     ({"size": "16MiB", "unbounded": True, "source": "x"}, "exactly one of"),
     ({"source": "x"}, "exactly one of"),
     ({"size": "16MiB"}, "say where the window was read"),

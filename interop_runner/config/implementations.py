@@ -20,6 +20,7 @@ from pydantic import (
 
 from interop_runner.config.flows import FlowConfig
 from interop_runner.config.params import StandardParams, Supports, pair_unsupported
+from interop_runner.config.written import SIZE_UNITS, bare_message, is_bare
 from interop_runner.errors import RegistryError
 from interop_runner.paths import IMPLEMENTATIONS_DIR
 from interop_runner.units import parse_size, positive_size
@@ -182,8 +183,8 @@ class ReceiveWindow(BaseModel):
     @field_validator("size", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int | None:
-        if isinstance(value, int) and not isinstance(value, bool):
-            raise ValueError(f"give the unit: {value} is it in bytes? (e.g. 16MiB)")
+        if is_bare(value):  # meta.yml is written by hand: a size carries its unit
+            raise ValueError(bare_message(value, SIZE_UNITS))
         return None if value is None else positive_size(value)
 
     @model_validator(mode="after")
