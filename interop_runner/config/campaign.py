@@ -31,6 +31,7 @@ from interop_runner.config.params import StandardParams
 from interop_runner.config.path import PathConfig
 from interop_runner.config.strict import Strict
 from interop_runner.config.sweep import Sweep, Variant, apply, variants
+from interop_runner.config.workload import Workload
 from interop_runner.config.written import (
     SECONDS_UNITS,
     SIZE_UNITS,
@@ -149,6 +150,24 @@ class CampaignConfig(Strict):
     # flow runs unless it gives a size or a duration of its own
     flows: list[FlowConfig] | None = None
     duration: float | None = None
+    # what each attempt moves: which way, on how many streams and connections (docs/
+    # workloads.md); its `size` is `file_size`, the bytes of each stream
+    workload: Workload = Field(default_factory=Workload)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _workload_size(cls, data: Any) -> Any:
+        """``workload.size`` is ``file_size`` (the one file prepared per campaign) written
+        where the workload is: folded into ``file_size``, and refused when both differ."""
+        if not isinstance(data, dict) or not isinstance(data.get("workload"), dict) \
+                or data["workload"].get("size") is None:
+            return data
+        workload = dict(data["workload"])
+        size = workload.pop("size")
+        if "file_size" in data and data["file_size"] != size:
+            raise ValueError(f"workload.size ({size}) and file_size ({data['file_size']}) "
+                             "are the same setting: give one of them")
+        return {**data, "file_size": size, "workload": workload}
 
     @field_validator("duration", mode="before")
     @classmethod
@@ -217,6 +236,9 @@ class CampaignConfig(Strict):
         if self.flows is None and self.duration is not None:
             raise ValueError("`duration` is how long each of `flows` runs: a campaign of "
                              "pairs downloads `file_size` (give `flows`, or leave it out)")
+        if self.flows is not None and not self.workload.is_default:
+            raise ValueError("workload: the flows of a `flows:` campaign download (a workload "
+                             "per flow is not there yet): leave `workload` out")
         if len(self.testbed_files()) < 2 and "distribute" in self.model_fields_set:
             raise ValueError("`distribute` spreads runs over several `testbeds`: with one "
                              "testbed it changes nothing")
@@ -277,11 +299,17 @@ class CampaignConfig(Strict):
         """The knobs of one node: ``knobs`` overridden by ``<role>_knobs``."""
         return self.knobs.merged(getattr(self, f"{role}_knobs"))
 
+    def transfer_bytes(self) -> int:
+        """The bytes an attempt moves in all: ``file_size`` per stream, connection and
+        direction of the workload."""
+        w = self.workload
+        return self.file_size * w.streams * w.connections * len(w.directions)
+
     def client_timeout(self) -> float:
         """Client timeout: configured, else 60 s plus the transfer time at 50 Mbit/s."""
         if self.timeouts.client is not None:
             return self.timeouts.client
-        return 60.0 + self.file_size * 8 / 50e6
+        return 60.0 + self.transfer_bytes() * 8 / 50e6
 
 
 

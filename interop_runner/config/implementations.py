@@ -20,6 +20,7 @@ from pydantic import (
 
 from interop_runner.config.flows import FlowConfig
 from interop_runner.config.params import StandardParams, Supports, pair_unsupported
+from interop_runner.config.workload import BODYLESS_ALPNS, Workload, WorkloadSupport
 from interop_runner.config.written import SIZE_UNITS, bare_message, is_bare
 from interop_runner.errors import RegistryError
 from interop_runner.paths import IMPLEMENTATIONS_DIR
@@ -235,6 +236,8 @@ class ImplementationMeta(BaseModel):
     # facts the analysis needs about the stack (docs/closed-form.md)
     receive_window: ReceiveWindow | None = None
     reno_backoff: RenoBackoff | None = None
+    # which workloads its harness runs (docs/implementations.md, "Workloads")
+    workloads: WorkloadSupport = WorkloadSupport()
 
     @property
     def is_image(self) -> bool:
@@ -359,13 +362,30 @@ def common_alpn(server: ImplementationMeta, client: ImplementationMeta) -> str |
 
 
 def why_unsupported(params: StandardParams, server: ImplementationMeta,
-                    client: ImplementationMeta, alpn: str | None) -> str | None:
+                    client: ImplementationMeta, alpn: str | None,
+                    workload: Workload | None = None) -> str | None:
     """Why a pair cannot run with ``params`` (None: it can): no common protocol (``alpn``
-    None), or a standard parameter its client cannot honour (:func:`pair_unsupported`)."""
+    None), a workload a side does not run (:func:`workload_unsupported`), or a standard
+    parameter its client cannot honour (:func:`pair_unsupported`)."""
     if alpn is None:
         return (f"no common protocol: server speaks {', '.join(server.alpns)}, client "
                 f"speaks {', '.join(client.alpns)}")
+    if workload is not None:
+        why = workload_unsupported(workload, server, client, alpn)
+        if why is not None:
+            return why
     return pair_unsupported(params, server.supports, client.supports, client.name)
+
+
+def workload_unsupported(workload: Workload, server: ImplementationMeta,
+                         client: ImplementationMeta, alpn: str) -> str | None:
+    """Why a pair cannot run ``workload`` over ``alpn`` (None: it can): a request of that
+    protocol carries no body (an upload over hq-interop), or a side's harness does not run
+    that kind, or that many streams or connections (its meta.yml ``workloads``)."""
+    if workload.uploads and alpn in BODYLESS_ALPNS:
+        return f"{alpn} requests carry no body: no {workload.kind} over {alpn}"
+    return next((why for meta in (server, client)
+                 if (why := meta.workloads.why_not(workload, meta.name)) is not None), None)
 
 
 def flow_unsupported(flow: FlowConfig, params: StandardParams, server: ImplementationMeta,
@@ -410,6 +430,18 @@ def support_table(registry: dict[str, ImplementationMeta]) -> str:
                      f"{yes(sup.aes_hw_off)} | "
                      f"{yes(sup.qlog)} | {yes(sup.keylog)} | {_ack_cell(sup)} | "
                      f"{yes(sup.flow_control_window)} | {own} |")
+    return "\n".join(lines)
+
+
+def workload_table(registry: dict[str, ImplementationMeta]) -> str:
+    """The Markdown table of the workloads each implementation's harness runs, and why it
+    runs no more (docs/implementations.md embeds it; a test keeps the two identical)."""
+    lines = ["| implementation | workloads | streams per connection | connections | why not "
+             "more |", "|---|---|---|---|---|"]
+    for name in sorted(registry):
+        w = registry[name].workloads
+        lines.append(f"| `{name}` | {', '.join(w.kinds)} | {w.streams} | {w.connections} | "
+                     f"{w.note or '-'} |")
     return "\n".join(lines)
 
 

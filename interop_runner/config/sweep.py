@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # Settings that may differ between the runs of one campaign (the file, monitors and nodes are
 # prepared once per campaign, so file_size and monitors are not among them).
 SWEEPABLE_ROOTS = ("params", "knobs", "server_knobs", "client_knobs", "server_params",
-                   "client_params", "keylog", "qlog", "impl", "path", "flows", "duration")
+                   "client_params", "keylog", "qlog", "impl", "path", "flows", "duration",
+                   "workload")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
@@ -40,6 +41,9 @@ class Axis(BaseModel):
         if parts[0] not in SWEEPABLE_ROOTS or any(not p for p in parts):
             raise ValueError(f"cannot sweep {value!r}: the path must start with one of "
                              f"{', '.join(SWEEPABLE_ROOTS)}")
+        if value == "workload.size":  # the file is prepared once per campaign
+            raise ValueError("cannot sweep 'workload.size': the file is prepared once per "
+                             "campaign (one campaign per size)")
         return value
 
     @property

@@ -20,15 +20,24 @@ from interop_runner.config.params import (
     check_negotiated,
     parse_negotiated,
 )
+from interop_runner.config.workload import Direction, Workload
 from interop_runner.errors import ConnectError, ExecutorError, KnobError
 from interop_runner.measure.container import ContainerSide, qir_testcase
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.postprocess import process_handshake, process_pcaps, process_perf
 from interop_runner.measure.side import Role, SidePlan
+from interop_runner.measure.transfers import (
+    Files,
+    check,
+    failure,
+    hash_landed,
+    make_links,
+    receiver,
+    sender,
+)
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
 from interop_runner.storage.run_record import HOST_KEYS, RunRecord, Side, Status
-from interop_runner.testbed.files import HASH_COMMANDS
 from interop_runner.testbed.knobs import KnobState, NodeKnobs
 from interop_runner.testbed.node import Node
 from interop_runner.units import goodput_mbps
@@ -91,6 +100,14 @@ class AttemptPlan:
     # one flow of an attempt of several (measure.flows): its directory below the attempt's,
     # also for the client's downloads ("" for an attempt of one pair)
     flow: str = ""
+    workload: Workload = field(default_factory=Workload)
+    # the client's file to upload and its digest ("" when the workload has no upload)
+    upload_name: str = ""
+    upload_digest: str = ""
+
+    def digest(self, direction: Direction) -> str:
+        """The source digest of ``direction``'s transfers."""
+        return self.file_digest if direction == "download" else self.upload_digest
 
     @property
     def pair(self) -> str:
@@ -150,8 +167,10 @@ def new_record(plan: AttemptPlan, server: Node, client: Node) -> RunRecord:
         hosts={n.cfg.role: {k: n.facts.get(k) for k in HOST_KEYS} for n in (server, client)},
         cell={"server": plan.cell[0], "client": plan.cell[1]} if plan.cell else None,
         file_size=plan.file_size, hash_algorithm=plan.hash_algorithm,
-        digest_expected=plan.file_digest,
+        digest_expected=plan.file_digest if plan.workload.downloads else plan.upload_digest,
         monitors=dict(plan.monitors),
+        workload={"kind": plan.workload.kind, "size_bytes": plan.file_size,
+                  "streams": plan.workload.streams, "connections": plan.workload.connections},
     )
 
 
@@ -232,6 +251,10 @@ class Attempt:
                                    f"attempt-{plan.attempt}", plan.flow) if p)
         # several clients of one node each download into their own directory
         self.downloads = f"{client.downloads}/{plan.flow}" if plan.flow else client.downloads
+        # the server keeps what the client uploads in a directory of its own
+        self.uploads = f"{server.scratch}/uploads" + (f"/{plan.flow}" if plan.flow else "")
+        self.files = Files(plan.workload, plan.file_name, plan.upload_name, plan.file_size,
+                           server.www, client.www, self.downloads, self.uploads)
         self.server_logs = f"{server.runs_dir}/{rel}/server"
         self.client_logs = f"{client.runs_dir}/{rel}/client"
         self._server_proc: Background | None = None
@@ -268,12 +291,21 @@ class Attempt:
             "QLOGDIR": f"{logs}/qlog" if p.qlog else "",
         }
         base.update(p.resolved(side).env)
+        base.update(p.workload.env())
         if node.cfg.role == "server":
             base["WWW"] = node.www
+            base["UPLOADS"] = self.uploads if p.workload.uploads else ""
         else:
             base["DOWNLOADS"] = self.downloads
-            base["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
+            base["REQUESTS"] = self.urls(host, "download")
+            base["UPLOAD_REQUESTS"] = self.urls(host, "upload")
+            base["UPLOADS"] = node.www if p.workload.uploads else ""
         return node.script_env(side.meta, base, side.params)
+
+    def urls(self, host: str, direction: Direction) -> str:
+        """``REQUESTS`` (download) or ``UPLOAD_REQUESTS`` (upload): one URL per transfer."""
+        return " ".join(f"https://{host}:{self.plan.port}/{t.name}"
+                        for t in self.files.of(direction))
 
     def _container_env(self, node: Node, side: SidePlan) -> dict[str, str]:
         """QIR's endpoint environment (paths inside the container) plus the standard
@@ -284,9 +316,10 @@ class Attempt:
                "SSLKEYLOGFILE": "/logs/keys.log" if p.keylog else "",
                "QLOGDIR": "/logs/qlog" if p.qlog else ""}
         env.update(p.resolved(side).env)
+        env.update(p.workload.env())
         if node.cfg.role == "client":
             host = "server6" if ":" in self.server.cfg.ip else "server4"
-            env["REQUESTS"] = f"https://{host}:{p.port}/{p.file_name}"
+            env["REQUESTS"] = self.urls(host, "download")
         return {**env, **side.meta.param_env(dict(side.params))}
 
     # -- phases --------------------------------------------------------------------------------
@@ -303,8 +336,7 @@ class Attempt:
         senv = self.side_env(self.server, self.server_logs, p.server)
         cenv = self.side_env(self.client, self.client_logs, p.client)
         try:
-            self.server.run(["mkdir", "-p", self.server_logs])
-            self.client.run(["mkdir", "-p", self.client_logs, self.downloads])
+            self.prepare_files()
             self._apply_knobs()
             if self.run_script(self.server, p.server.meta, "pre", senv) and \
                     self.run_script(self.client, p.client.meta, "pre", cenv) and \
@@ -321,6 +353,17 @@ class Attempt:
         if postprocess:
             self.postprocess()
         return rec
+
+    def prepare_files(self) -> None:
+        """The attempt's directories on both nodes, and a hard link per stream to the
+        source of each direction (several streams or connections)."""
+        w = self.plan.workload
+        self.server.run(["mkdir", "-p", self.server_logs, *([self.uploads] if w.uploads
+                                                              else [])])
+        self.client.run(["mkdir", "-p", self.client_logs, self.downloads])
+        for direction in w.directions:
+            make_links(self.server if direction == "download" else self.client, self.files,
+                       direction)
 
     def _apply_knobs(self) -> None:
         """Apply each node's host knobs (undo journaled first) and resolve core pinning."""
@@ -516,27 +559,36 @@ class Attempt:
         self.verify()
 
     def verify(self) -> None:
-        """Size and digest of the download, hashed on the client node after the transfer."""
+        """Size and digest of every transfer's file, hashed after the transfer on the node
+        where it landed (the client's downloads, the server's uploads); the goodput of each
+        direction and of the attempt when every one is verified."""
         p, rec = self.plan, self.record
-        path = f"{self.downloads}/{p.file_name}"
-        out = self.client.run(["sh", "-c", _VERIFY, path, HASH_COMMANDS[p.hash_algorithm]],
-                              timeout=max(60.0, p.file_size / 100e6)).stdout.split()
-        if out == ["missing"]:
-            rec.status, rec.reason = "failed", f"client exited 0 but {p.file_name} is missing"
+        checked = []
+        for direction in p.workload.directions:
+            node = self.client if receiver(direction) == "client" else self.server
+            batch = self.files.of(direction)
+            landed = hash_landed(node, [self.files.landed(t) for t in batch], p.hash_algorithm,
+                                 timeout=max(60.0, len(batch) * p.file_size / 100e6))
+            checked += [check(t, got, p.file_size, p.digest(direction), p.hash_algorithm)
+                        for t, got in zip(batch, landed)]
+        rec.transfers = checked
+        sizes = [t.bytes for t in checked if t.bytes is not None]
+        rec.bytes_received = sum(sizes) if sizes else None
+        if len(checked) == 1:
+            rec.digest_received = checked[0].digest
+        rec.hash_ok = all(t.verified == "hash" for t in checked) if sizes else None
+        reason = failure(checked)
+        if reason is not None:
+            rec.status, rec.reason = "failed", reason
             return
-        rec.bytes_received, rec.digest_received = int(out[0]), out[1]
-        rec.hash_ok = rec.digest_received == p.file_digest
-        if rec.bytes_received != p.file_size:
-            rec.status = "failed"
-            rec.reason = f"size mismatch: expected {p.file_size} bytes, got {rec.bytes_received}"
-        elif not rec.hash_ok:
-            rec.status = "failed"
-            rec.reason = (f"{p.hash_algorithm} mismatch: expected {p.file_digest}, got "
-                          f"{rec.digest_received}")
-        else:
-            assert rec.duration_s is not None
-            rec.status, rec.reason = "ok", None
-            rec.goodput_mbps = goodput_mbps(p.file_size, rec.duration_s)
+        assert rec.duration_s is not None
+        rec.status, rec.reason = "ok", None
+        moved = {d: len(self.files.of(d)) * p.file_size for d in p.workload.directions}
+        rec.goodput_mbps = goodput_mbps(sum(moved.values()), rec.duration_s)
+        if "download" in moved:
+            rec.goodput_down_mbps = goodput_mbps(moved["download"], rec.duration_s)
+        if "upload" in moved:
+            rec.goodput_up_mbps = goodput_mbps(moved["upload"], rec.duration_s)
 
     def _negotiated(self) -> None:
         """Read what each library reported after its handshake; flag any mismatch."""
@@ -621,7 +673,19 @@ class Attempt:
                     self.record.warnings.append(
                         f"{node.name}: not copied to the results (key material; removed on the "
                         f"node): {', '.join(held_back)}")
-            self.client.run(["rm", "-rf", "--", f"{self.downloads}/{p.file_name}",
-                             self.client_logs, *([self.downloads] if p.flow else [])],
-                            check=False)
-            self.server.run(["rm", "-rf", "--", self.server_logs], check=False)
+            self._remove_files()
+
+    def _remove_files(self) -> None:
+        """Remove from both nodes what the attempt left: landed files, the streams' links to
+        the sources (the sources stay for the next attempt), its logs."""
+        p, files = self.plan, self.files
+        landed: dict[str, list[str]] = {"client": [], "server": []}
+        for t in files.transfers:
+            landed[receiver(t.direction)].append(files.landed(t))
+        links = {sender(d): [f"{files.source(d).rsplit('/', 1)[0]}/{n}" for n in files.links(d)]
+                 for d in p.workload.directions}
+        self.client.run(["rm", "-rf", "--", *landed["client"], *links.get("client", []),
+                         self.client_logs, *([self.downloads] if p.flow else [])], check=False)
+        self.server.run(["rm", "-rf", "--", *landed["server"], *links.get("server", []),
+                         self.server_logs, *([self.uploads] if p.workload.uploads else [])],
+                        check=False)

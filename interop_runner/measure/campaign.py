@@ -472,14 +472,15 @@ class Campaign:
             alpn=run.alpn, port=self._server_port(run.server), file_name=prepared.file_name,
             file_size=cfg.file_size, file_digest=prepared.file_digest,
             hash_algorithm=cfg.verify_hash,
-            client_timeout=cfg.client_timeout(),
+            client_timeout=vcfg.client_timeout(),
             server_ready_timeout=cfg.timeouts.server_ready,
             keylog=vcfg.keylog,  # key logs only when asked: nothing else reads them
             qlog=vcfg.qlog or "qlog" in cfg.monitors,
             monitors={"server": dict(prepared.server_monitors.status),
                       "client": dict(prepared.client_monitors.status)},
             std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
-            cell=run.cell,
+            cell=run.cell, workload=vcfg.workload, upload_name=prepared.upload_name,
+            upload_digest=prepared.upload_digest,
         )
 
     def _side_plan(self, key: ImplKey, params: dict[str, dict[str, Any]], run: PlannedRun,

@@ -119,7 +119,8 @@ def _pair_run(rep: int, variant: Variant, vcfg: CampaignConfig, written: Pair,
     alpn = common_alpn(server, client)
     return PlannedRun(pair.server, pair.client, rep, alpn, variant, vcfg,
                       cell=(written.server, written.client),
-                      unsupported=why_unsupported(vcfg.params, server, client, alpn))
+                      unsupported=why_unsupported(vcfg.params, server, client, alpn,
+                                                  vcfg.workload))
 
 
 def _flows_run(rep: int, variant: Variant, vcfg: CampaignConfig,

@@ -19,7 +19,6 @@ from interop_runner.measure.side import ROLES, ImplKey, Role
 from interop_runner.measure.variants import SourceArchive, VariantError, variant_source
 from interop_runner.storage.campaign_record import (
     CampaignRecord,
-    FileInfo,
     ImplementationEntry,
     plain,
 )
@@ -62,10 +61,21 @@ class Prepared:
     client_monitors: NodeMonitors
     server_knobs: NodeKnobs | None = None
     client_knobs: NodeKnobs | None = None
+    # the file the clients upload (on the client node) and its digest: "" when no variant
+    # of the campaign uploads
+    upload_name: str = ""
+    upload_digest: str = ""
 
     def of(self, key: ImplKey) -> Installed:
         """How the implementation ``key`` was installed (nothing known: not installed)."""
         return self.installed.get(key, Installed())
+
+
+def most_transfers(cfg: CampaignConfig, direction: str) -> int:
+    """The most files one attempt of the campaign moves in ``direction`` (download, upload):
+    its variants' streams x connections; 0 when none moves data that way."""
+    return max((w.streams * w.connections for _, vcfg in variant_configs(cfg)
+                if direction in (w := vcfg.workload).directions), default=0)
 
 
 def flow_tools(cfg: CampaignConfig) -> tuple[str, ...]:
@@ -91,11 +101,17 @@ class Preparation:
         each step found."""
         cfg = self.cfg
         tools = (HASH_COMMANDS[cfg.verify_hash], HASH_COMMANDS[CACHE_CHECK], *flow_tools(cfg))
-        server.preflight(space_needed(server, cfg.file_size, cfg.file_cache), server.cfg.tmpdir,
-                         tools)
-        client.preflight(cfg.file_size + SPACE_MARGIN, client.cfg.tmpdir, tools)
+        # the server holds its file and what is uploaded to it, the client what it
+        # downloads and its own file to upload (each stream's a hard link to one file)
+        uploads, downloads = most_transfers(cfg, "upload"), most_transfers(cfg, "download")
+        server.preflight(space_needed(server, cfg.file_size, cfg.file_cache)
+                         + uploads * cfg.file_size, server.cfg.tmpdir, tools)
+        client.preflight(max(downloads, 1) * cfg.file_size + SPACE_MARGIN
+                         + (space_needed(client, cfg.file_size, cfg.file_cache) if uploads
+                            else 0), client.cfg.tmpdir, tools)
         installed = self._install_all((server, client), doc, metas)
         served = self._serve_file(server, doc)
+        upload = self._upload_file(client, doc) if uploads else None
         client.install_ca(server.make_certificate(server.cfg.ip))
         statuses = doc.monitors = doc.monitors or {}
         monitors = []
@@ -106,7 +122,9 @@ class Preparation:
             if mon.perf_event:
                 statuses[node.cfg.role]["perf.event"] = mon.perf_event
             monitors.append(mon)
-        return Prepared(installed, served.name, served.digest, monitors[0], monitors[1])
+        return Prepared(installed, served.name, served.digest, monitors[0], monitors[1],
+                        upload_name=upload.name if upload else "",
+                        upload_digest=upload.digest if upload else "")
 
     def _install_all(self, nodes: tuple[Node, Node], doc: CampaignRecord,
                      metas: Mapping[Role, list[ImplementationMeta]]
@@ -128,18 +146,26 @@ class Preparation:
         return installed
 
     def _serve_file(self, server: Node, doc: CampaignRecord) -> ServedFile:
-        """The file to download, from the server node's cache when its content still matches
-        (a note in the record when a cached file had to be generated anew)."""
-        cfg = self.cfg
-        served = prepare_file(server, f"goodput-{cfg.file_size}.bin", cfg.file_size,
-                              cfg.verify_hash, keep=cfg.file_cache,
-                              timeout=max(120.0, cfg.file_size / 50e6))
-        doc.file = FileInfo(name=served.name, size=served.size,
-                            hash_algorithm=served.algorithm, digest=served.digest,
-                            reused=served.reused, note=served.note)
-        if served.note:
-            print(f"warning: {server.name}: {served.note}", file=sys.stderr)
+        """The file to download, on the server node (campaign.json ``file``)."""
+        served = self._generated(server, f"goodput-{self.cfg.file_size}.bin")
+        doc.file = served.info()
         return served
+
+    def _upload_file(self, client: Node, doc: CampaignRecord) -> ServedFile:
+        """The file the clients upload, on the client node (campaign.json ``upload_file``)."""
+        upload = self._generated(client, f"upload-{self.cfg.file_size}.bin")
+        doc.upload_file = upload.info()
+        return upload
+
+    def _generated(self, node: Node, name: str) -> ServedFile:
+        """A file of the campaign's size in the node's ``www``, from the node's cache when
+        its content still matches (a warning when a cached file had to be generated anew)."""
+        cfg = self.cfg
+        made = prepare_file(node, name, cfg.file_size, cfg.verify_hash, keep=cfg.file_cache,
+                            timeout=max(120.0, cfg.file_size / 50e6))
+        if made.note:
+            print(f"warning: {node.name}: {made.note}", file=sys.stderr)
+        return made
 
     def _install(self, node: Node, impl: ImplementationMeta,
                  archives: dict[str, SourceArchive | None], packdir: Path

@@ -32,7 +32,8 @@ def implementation_lines(registry: Mapping[str, ImplementationMeta]) -> list[str
             f"{meta.name:{name_w}} {meta.version:{version_w}} {_kind(meta):22} "
             f"roles={','.join(meta.roles):14} "
             f"alpn={','.join(meta.alpns):14} cc={','.join(sup.congestion_control) or '-':16} "
-            f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}")
+            f"ciphers={len(sup.cipher)} {' '.join(flags) or '-'}; params: {params}; "
+            f"workloads: {meta.workloads.summary}")
     return lines
 
 

@@ -23,6 +23,8 @@ Versions (:data:`CAMPAIGN_SCHEMA_VERSION` is the one written):
 5. ``paths``: the emulated paths of the campaign by key (configuration, resolved numbers,
    backend, placement and calibration), absent for a campaign over the direct link.
    :func:`upgrade_4_to_5`.
+6. ``upload_file``: the file the clients upload (as ``file``, on the client node), absent for
+   a campaign without an upload workload, as for every older document. :func:`upgrade_5_to_6`.
 
 :func:`read_campaign` returns the upgraded plain dict (what the analysis and the report
 read); :func:`load_campaign_record` returns the validated model (what resume reads).
@@ -47,7 +49,7 @@ from interop_runner.errors import StoreError
 from interop_runner.storage.layout import utc_now, write_json_atomic
 from interop_runner.storage.schema import DocumentSchema, first_error, read_document
 
-CAMPAIGN_SCHEMA_VERSION = 5
+CAMPAIGN_SCHEMA_VERSION = 6
 
 
 class _Doc(BaseModel):
@@ -130,7 +132,7 @@ class CampaignRecord(_Doc):
         "testbed", "testbeds", "distribute", "hosts", "implementations", "monitors",
         "testbed_files", "sessions", "resumed_at", "skipped_runs",
         "ssh_host_keys_trusted_on_first_use", "killed_leftovers", "restored_leftovers", "file",
-        "adaptive_rounds", "worker_exit_codes", "wall_s", "paths"})
+        "upload_file", "adaptive_rounds", "worker_exit_codes", "wall_s", "paths"})
 
     schema_version: int = CAMPAIGN_SCHEMA_VERSION
     campaign: str
@@ -155,6 +157,7 @@ class CampaignRecord(_Doc):
     killed_leftovers: dict[str, list[str]] | None = None
     restored_leftovers: dict[str, list[str]] | None = None
     file: FileInfo | None = None
+    upload_file: FileInfo | None = None  # the clients' file to upload (on the client node)
     adaptive_rounds: list[AdaptiveRound] | None = None
     worker_exit_codes: dict[str, int | None] | None = None
     wall_s: float | None = None
@@ -233,9 +236,14 @@ def upgrade_4_to_5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_5_to_6(data: dict[str, Any]) -> dict[str, Any]:
+    """Upload workloads: no version 5 campaign uploaded (``upload_file`` stays absent)."""
+    return data
+
+
 CAMPAIGN_SCHEMA = DocumentSchema("campaign.json", CAMPAIGN_SCHEMA_VERSION,
                                  {1: upgrade_1_to_2, 2: upgrade_2_to_3, 3: upgrade_3_to_4,
-                                  4: upgrade_4_to_5})
+                                  4: upgrade_4_to_5, 5: upgrade_5_to_6})
 
 
 # -- files ------------------------------------------------------------------------------------

@@ -24,6 +24,12 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
    stolen and waited for, with ``busy`` and its reasons; docs/paths.md, "A busy host") and
    ``host_busy`` (some host was busy), ``None`` for a record that did not read them.
    :func:`upgrade_6_to_7`.
+8. workloads: ``workload`` (kind, bytes per stream, streams, connections: what the attempt
+   moved, docs/workloads.md), ``transfers`` (one dict per file a stream moved: direction,
+   connection, stream, name, bytes landed, digest, how it was verified, on which node), and
+   ``goodput_down_mbps``/``goodput_up_mbps`` (each direction's goodput). A version 7 attempt
+   downloaded ``file_size`` on one stream of one connection; its goodput was the download's.
+   :func:`upgrade_7_to_8`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -50,7 +56,7 @@ from interop_runner.storage.schema import (
     read_document_versioned,
 )
 
-RUN_SCHEMA_VERSION = 7
+RUN_SCHEMA_VERSION = 8
 Status = Literal["ok", "failed", "unsupported", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
@@ -111,6 +117,22 @@ class FlowRecord(BaseModel):
     client_version: str | None = None
 
 
+class TransferRecord(BaseModel):
+    """One file one stream of one connection moved, checked where it landed."""
+
+    model_config = ConfigDict(extra="forbid")
+    direction: Literal["download", "upload"]
+    connection: int
+    stream: int
+    name: str
+    size_bytes: int  # planned: the source's size
+    node: Literal["server", "client"]  # where it landed and was hashed
+    bytes: int | None = None  # landed (None: no file)
+    digest: str | None = None  # of the landed bytes
+    verified: Literal["hash", "prefix"] | None = None  # None: not verified (see reason)
+    reason: str | None = None
+
+
 class RunRecord(BaseModel):
     """Everything known about one attempt. Unmeasured values stay None, never 0."""
 
@@ -153,6 +175,12 @@ class RunRecord(BaseModel):
     end_ns: int | None = None
     duration_s: float | None = None
     goodput_mbps: float | None = None
+    # each direction's goodput (None: the workload moved nothing that way, or not ok)
+    goodput_down_mbps: float | None = None
+    goodput_up_mbps: float | None = None
+    # what the attempt moved: {"kind", "size_bytes", "streams", "connections"}
+    workload: dict[str, Any] | None = None
+    transfers: list[TransferRecord] | None = None  # None: an attempt of flows
     started_at: str | None = None
     finished_at: str | None = None
     testbed: str | None = None
@@ -237,12 +265,25 @@ def upgrade_6_to_7(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_7_to_8(data: dict[str, Any]) -> dict[str, Any]:
+    """Workloads: a version 7 attempt downloaded ``file_size`` on one stream of one
+    connection, so its goodput is the download's; its transfer is the record's own fields
+    (not repeated as ``transfers``)."""
+    data.setdefault("workload", {"kind": "download", "size_bytes": data.get("file_size"),
+                                 "streams": 1, "connections": 1})
+    data.setdefault("transfers", None)
+    data.setdefault("goodput_down_mbps", data.get("goodput_mbps"))
+    data.setdefault("goodput_up_mbps", None)
+    return data
+
+
 RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
                                                              2: upgrade_2_to_3,
                                                              3: upgrade_3_to_4,
                                                              4: upgrade_4_to_5,
                                                              5: upgrade_5_to_6,
-                                                             6: upgrade_6_to_7})
+                                                             6: upgrade_6_to_7,
+                                                             7: upgrade_7_to_8})
 
 
 # -- files ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from interop_runner.storage.campaign_record import FileInfo
 from interop_runner.storage.layout import utc_now
 from interop_runner.testbed.node import Node
 from interop_runner.units import format_iec
@@ -60,6 +61,11 @@ class ServedFile:
     def name(self) -> str:
         """The file's name (what clients request)."""
         return self.path.rsplit("/", 1)[1]
+
+    def info(self) -> FileInfo:
+        """Its entry in campaign.json (``file``, ``upload_file``)."""
+        return FileInfo(name=self.name, size=self.size, hash_algorithm=self.algorithm,
+                        digest=self.digest, reused=self.reused, note=self.note)
 
 
 def hash_argv(algorithm: str, path: str) -> list[str]:

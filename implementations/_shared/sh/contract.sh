@@ -47,3 +47,22 @@ qir_run_setup_bin() {
   qir_require_exe "$name" "$bin"
   exec "$bin"
 }
+
+# qir_check_workload NAME KIND...: exit 127 unless WORKLOAD (empty: download) is one of the
+# KINDs this harness runs (download, upload, bidirectional; meta.yml `workloads.kinds`), and
+# STREAMS and CONNECTIONS (empty: 1) are whole numbers of at least 1.
+qir_check_workload() {
+  local name=$1 kind="${WORKLOAD:-download}" k n
+  shift
+  for n in "${STREAMS:-1}" "${CONNECTIONS:-1}"; do
+    if [[ ! $n =~ ^[1-9][0-9]*$ ]]; then
+      echo "$name: STREAMS and CONNECTIONS must be whole numbers >= 1, not '$n'" >&2
+      exit 1
+    fi
+  done
+  for k in "$@"; do
+    [[ $kind != "$k" ]] || return 0
+  done
+  echo "$name: unsupported workload '$kind' (it runs: $*)" >&2
+  exit 127
+}

@@ -24,7 +24,18 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
     "status": ("", "run.json", "ok, failed, timeout, unsupported, interrupted, crashed"),
     "reason": ("", "run.json", "why an attempt is not ok"),
     "alpn": ("", "run.json", "protocol used: h3, hq-interop, http/1.1 ..."),
-    "goodput_mbps": ("Mbit/s (SI)", "run.json", "8 x file size / transfer time on the client"),
+    "goodput_mbps": ("Mbit/s (SI)", "run.json", "8 x bytes moved (every stream, connection "
+                     "and direction of the workload) / transfer time on the client"),
+    "goodput_down_mbps": ("Mbit/s (SI)", "run.json", "the download direction's goodput (NA: "
+                          "the workload downloads nothing)"),
+    "goodput_up_mbps": ("Mbit/s (SI)", "run.json", "the upload direction's goodput (NA: the "
+                        "workload uploads nothing)"),
+    "workload": ("", "run.json workload", "the workload's label: its kind, and streams x "
+                 "connections when more than one (`upload 4x2`); compare and history keep "
+                 "workloads apart"),
+    "direction": ("", "run.json workload.kind", "download, upload or bidirectional"),
+    "streams": ("", "run.json workload", "concurrent bulk streams per connection"),
+    "connections": ("", "run.json workload", "parallel connections of the client"),
     "duration_s": ("s", "run.json", "transfer time, timed on the client node"),
     "file_size": ("bytes", "run.json", "size of the served file"),
     "bytes_received": ("bytes", "run.json", "size of the downloaded file"),

@@ -33,6 +33,13 @@ COLUMNS: dict[str, Any] = {
     "reason": "string",
     "alpn": "string",
     "goodput_mbps": "Float64",
+    # the workload (run.json 8; older records downloaded on one stream of one connection)
+    "goodput_down_mbps": "Float64",
+    "goodput_up_mbps": "Float64",
+    "workload": "string",
+    "direction": "string",
+    "streams": "Int64",
+    "connections": "Int64",
     "duration_s": "Float64",
     "file_size": "Int64",
     "bytes_received": "Int64",

@@ -41,6 +41,7 @@ from interop_runner.analysis.theories.ceilings import ceiling_values
 from interop_runner.analysis.theories.diagnosis import bottleneck_columns, rule_inputs
 from interop_runner.analysis.theories.fairness import fairness_values
 from interop_runner.config.sweep import slug
+from interop_runner.config.workload import workload_label
 from interop_runner.errors import DamagedResults, StoreError
 from interop_runner.monitors import declared_columns
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
@@ -92,6 +93,7 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
     for key in ("congestion_control", "cipher", "socket_rcvbuf", "socket_sndbuf", "gso", "gro",
                 "ack_ratio", "max_ack_delay", "flow_control_window"):
         row[key] = (data.get("params") or {}).get(key)
+    row.update(workload_values(data.get("workload")))
     row["wire_cipher"] = (data.get("handshake") or {}).get("selected")
     row["variant"] = data.get("variant") or None
     cell = data.get("cell") or {}
@@ -112,6 +114,17 @@ def _base_row(data: dict[str, Any], path: Path) -> dict[str, Any]:
     # flows.parquet in the attempt directory (analysis/frames/flow_series.py)
     row.update(fairness_values(path.parent, data))
     return row
+
+
+def workload_values(workload: Any) -> dict[str, Any]:
+    """The workload columns of a record's ``workload`` (upgraded: always there, unless the
+    record is damaged)."""
+    if not isinstance(workload, dict):
+        return {"workload": None, "direction": None, "streams": None, "connections": None}
+    kind, streams, conns = workload.get("kind"), workload.get("streams"), \
+        workload.get("connections")
+    return {"workload": workload_label(kind, streams, conns), "direction": kind,
+            "streams": streams, "connections": conns}
 
 
 def parse_attempt(path: Path) -> ParsedAttempt:

@@ -1,0 +1,126 @@
+"""The files of one flow's workload: where each transfer's source and landed file are, the
+hard links that give every stream a file of its own, and the check of every landed file
+against its source's digest, on the node where it landed.
+
+A download's source is the served file in the server node's ``www``, and it lands in the
+client's downloads directory; an upload's source is the upload file in the client node's
+``www`` and it lands in the server's uploads directory. With several streams or connections
+each transfer has its own name (:func:`~interop_runner.config.workload.transfer_names`), a
+hard link to the one source file, so every stream is verified by itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from interop_runner.config.workload import Direction, Transfer, Workload, transfers
+from interop_runner.storage.run_record import TransferRecord
+from interop_runner.testbed.files import HASH_COMMANDS
+from interop_runner.testbed.node import Node
+
+# $0 the hash command, then files: per file one line "<size> <digest>  -", or "missing"
+_HASH_EACH = ('h=$0; for f in "$@"; do if [ -f "$f" ]; then printf "%s " "$(stat -c %s -- "$f")"; '
+              '"$h" <"$f"; else echo missing; fi; done')
+# $0 the source, then link names in its directory: each a hard link to the source
+_LINK = 'src=$0; d=$(dirname -- "$src"); for n in "$@"; do ln -f -- "$src" "$d/$n"; done'
+
+
+@dataclass(frozen=True)
+class Files:
+    """Where one flow's transfers start and land (directories on their nodes)."""
+
+    workload: Workload
+    file_name: str  # the served file (downloads)
+    upload_name: str  # the client's upload file ("" when the workload has no upload)
+    size: int  # bytes of each transfer
+    server_www: str
+    client_www: str
+    downloads: str  # on the client node
+    uploads: str  # on the server node
+
+    @property
+    def transfers(self) -> list[Transfer]:
+        """Every transfer, in the order of ``REQUESTS`` and ``UPLOAD_REQUESTS``."""
+        return transfers(self.workload, self.file_name, self.upload_name)
+
+    def of(self, direction: Direction) -> list[Transfer]:
+        """The transfers of one direction."""
+        return [t for t in self.transfers if t.direction == direction]
+
+    def source(self, direction: Direction) -> str:
+        """The source file of ``direction``'s transfers on its sending node."""
+        return f"{self.server_www}/{self.file_name}" if direction == "download" else \
+            f"{self.client_www}/{self.upload_name}"
+
+    def landed(self, transfer: Transfer) -> str:
+        """Where ``transfer``'s file lands on the receiving node."""
+        return f"{self.downloads if transfer.direction == 'download' else self.uploads}/" \
+               f"{transfer.name}"
+
+    def links(self, direction: Direction) -> list[str]:
+        """The names of ``direction``'s hard links to its source (none for one stream)."""
+        base = self.file_name if direction == "download" else self.upload_name
+        return [t.name for t in self.of(direction) if t.name != base]
+
+
+def sender(direction: Direction) -> str:
+    """The role that sends a direction's data."""
+    return "server" if direction == "download" else "client"
+
+
+def receiver(direction: Direction) -> str:
+    """The role that receives a direction's data (its file is hashed there)."""
+    return "client" if direction == "download" else "server"
+
+
+def make_links(node: Node, files: Files, direction: Direction) -> None:
+    """Hard-link every stream's name of ``direction`` to its source on the sending node."""
+    names = files.links(direction)
+    if names:
+        node.run(["sh", "-c", _LINK, files.source(direction), *names])
+
+
+def hash_landed(node: Node, paths: list[str], algorithm: str,
+                timeout: float) -> list[tuple[int, str] | None]:
+    """(size, digest) of each file on ``node`` (hashed there), None for a missing one."""
+    out = node.run(["sh", "-c", _HASH_EACH, HASH_COMMANDS[algorithm], *paths],
+                   timeout=timeout).stdout.splitlines()
+    if len(out) != len(paths):
+        raise ValueError(f"{node.name}: hashed {len(out)} of {len(paths)} files")
+    return [None if line.strip() == "missing" else (int(line.split()[0]), line.split()[1])
+            for line in out]
+
+
+def check(transfer: Transfer, landed: tuple[int, str] | None, size: int, digest: str,
+          algorithm: str) -> TransferRecord:
+    """The record of one transfer: its landed file against the source's size and digest
+    (``reason`` says what differs, as the attempt's reason says it for one transfer)."""
+    rec = TransferRecord(direction=transfer.direction, connection=transfer.connection,
+                         stream=transfer.stream, name=transfer.name, size_bytes=size,
+                         node=receiver(transfer.direction))
+    if landed is None:
+        where = "" if rec.node == "client" else f" on the {rec.node} node"
+        rec.reason = f"client exited 0 but {transfer.name} is missing{where}"
+        return rec
+    rec.bytes, rec.digest = landed
+    if rec.bytes != size:
+        rec.reason = f"size mismatch: expected {size} bytes, got {rec.bytes}"
+    elif rec.digest != digest:
+        rec.reason = f"{algorithm} mismatch: expected {digest}, got {rec.digest}"
+    else:
+        rec.verified = "hash"
+    return rec
+
+
+def failure(checked: list[TransferRecord]) -> str | None:
+    """Why the transfers fail (None: every one verified): one transfer's own reason, or the
+    first failed one's named, with how many failed."""
+    bad = [t for t in checked if t.verified is None]
+    if not bad:
+        return None
+    if len(checked) == 1:
+        return bad[0].reason
+    first = bad[0]
+    return (f"{len(bad)} of {len(checked)} transfers failed; first {first.direction} "
+            f"{first.name} (connection {first.connection}, stream {first.stream}): "
+            f"{first.reason}")
