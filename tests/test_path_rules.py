@@ -366,3 +366,15 @@ def test_path_setup_dispatches() -> None:
     path = resolved(rate="20mbit", rtt="50ms")
     assert path_setup(path, "netem", ROUTER, PROGRAM) == netem_setup(path, ROUTER)
     assert path_setup(path, "nfqueue", ROUTER, PROGRAM) == nfqueue_setup(path, ROUTER, PROGRAM)
+
+
+def test_an_upload_path_swaps_the_routers_interfaces() -> None:
+    up = ROUTER.towards_server()
+    assert (up.data_if, up.reverse_if) == ("rs", "rc")
+    assert up.data_hook == ["FORWARD", "-i", "rc", "-o", "rs"]
+    setup = path_setup(resolved(rate="20mbit", rtt="50ms", buffer="1bdp"), "nfqueue", up,
+                       PROGRAM)
+    assert any(" dev rs " in f" {c} " and "tbf" in c for c in commands(setup))
+    assert not any(" dev rc " in f" {c} " and "tbf" in c for c in commands(setup))
+    with pytest.raises(ValueError, match="needs a router node"):
+        EGRESS.towards_server()

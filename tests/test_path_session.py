@@ -49,6 +49,7 @@ def _session(monkeypatch: pytest.MonkeyPatch, outcomes: list[tuple[bool, bool | 
     session = object.__new__(PathSession)
     session.server = session.client = type("N", (), {"cfg": type("C", (), {"ip": "x"})()})()
     session.save = lambda: None
+    session.direction = "download"
     monkeypatch.setattr(PathSession, "load_hosts", lambda self: [])
     return session, calls
 

@@ -228,6 +228,18 @@ class CampaignConfig(Strict):
         return self
 
     @model_validator(mode="after")
+    def _workload_runs(self) -> "CampaignConfig":
+        """A workload the runner cannot carry out is refused, also when a sweep made it."""
+        if self.path is not None and self.workload.kind == "bidirectional":
+            raise ValueError("workload: a bidirectional workload over `path` needs a calibrated "
+                             "bottleneck in each direction, which paths do not build yet: "
+                             "measure download and upload apart")
+        if self.flows is not None and not self.workload.is_default:
+            raise ValueError("workload: the flows of a `flows:` campaign download (a workload "
+                             "per flow is not there yet): leave `workload` out")
+        return self
+
+    @model_validator(mode="after")
     def _takes_effect(self, info: ValidationInfo) -> "CampaignConfig":
         """Keys a user wrote that would change nothing are refused (stored configs hold
         every key, so only what a user wrote is checked)."""
@@ -236,9 +248,6 @@ class CampaignConfig(Strict):
         if self.flows is None and self.duration is not None:
             raise ValueError("`duration` is how long each of `flows` runs: a campaign of "
                              "pairs downloads `file_size` (give `flows`, or leave it out)")
-        if self.flows is not None and not self.workload.is_default:
-            raise ValueError("workload: the flows of a `flows:` campaign download (a workload "
-                             "per flow is not there yet): leave `workload` out")
         if len(self.testbed_files()) < 2 and "distribute" in self.model_fields_set:
             raise ValueError("`distribute` spreads runs over several `testbeds`: with one "
                              "testbed it changes nothing")

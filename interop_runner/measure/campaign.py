@@ -18,6 +18,7 @@ from interop_runner import __version__
 from interop_runner.config.campaign import CampaignConfig, variant_configs
 from interop_runner.config.implementations import ImplementationMeta, load_registry, resolve
 from interop_runner.config.testbed import TestbedConfig
+from interop_runner.config.workload import Direction
 from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork
@@ -371,7 +372,9 @@ class Campaign:
         # the path first: a calibration that stops the campaign leaves no empty attempt
         vcfg = run.cfg or cfg
         pins = flow_pins(vcfg, self.port) if run.server == FLOWS else None  # pairs: none
-        path_run = self._paths.activate(vcfg.path, pins=pins) if self._paths else None
+        direction: Direction = "upload" if vcfg.workload.kind == "upload" else "download"
+        path_run = self._paths.activate(vcfg.path, pins=pins, direction=direction) \
+            if self._paths else None
         out.mkdir(parents=True)
         load = HostLoad(self._load_hosts(server, client))
         record, attempt_run = self._attempt(run, plan, server, client, prepared, out)

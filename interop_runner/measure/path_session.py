@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 from interop_runner.config.flows import MAX_FLOWS
 from interop_runner.config.path import PathConfig, ResolvedPath
 from interop_runner.config.testbed import NodeConfig, TestbedConfig
+from interop_runner.config.workload import Direction
 from interop_runner.errors import PathError
 from interop_runner.parsers.tc import parse_qdisc_samples
 from interop_runner.remote.executor import Background, Executor
@@ -113,6 +114,16 @@ class PathSession:
         self.doc, self.save = doc, save
         self._attempts = 0  # attempts observed: each gets its own directory on the node
         self._observing: list[Background] = []  # the observers of the attempt under way
+        self.direction: Direction = "download"  # of the active path's data
+
+    def _placement(self) -> Placement:
+        """Where the active direction's path goes (an upload's: towards the server)."""
+        if self.direction == "download":
+            return self.placement
+        try:
+            return self.placement.towards_server()
+        except ValueError as exc:
+            raise PathError(f"{self.node.node.name}: {exc}") from None
 
     @property
     def journal(self) -> Journal:
@@ -121,19 +132,25 @@ class PathSession:
 
     # -- around the runs -----------------------------------------------------------------------
     def activate(self, path: PathConfig | None, observe: bool = True,
-                 pins: Mapping[int, int] | None = None) -> PathRun | None:
+                 pins: Mapping[int, int] | None = None,
+                 direction: Direction = "download") -> PathRun | None:
         """Make ``path`` the active one (None: no path) and return its run handle with the
         counters before the attempt and, with ``observe``, the bottleneck's observers
         started; calibrates a path the campaign has not calibrated. ``pins``: the ports of
-        flows pinned to one of a two-link path's links (port -> link)."""
+        flows pinned to one of a two-link path's links (port -> link); ``direction``: which
+        way the workload's data go (an upload's bottleneck is on the way to the server)."""
         if path is None:
             if self.node.active is not None:
                 self.node.remove()
             return None
-        key = path_key(path, pins)
+        key = path_key(path, pins) + ("-upload" if direction == "upload" else "")
         if self.node.active is not None and self.dead_lines():
             self.node.remove()  # a delay line died (its attempt failed): build the path anew
         if self.node.active is None or self.node.active.key != key:
+            if self.node.active is not None:
+                self.node.remove()  # before its placement changes: its undo uses it
+            self.direction = direction
+            self.node.placement = self._placement()
             resolved = path.resolved()
             setup = self._setup(path, resolved, pins or {})
             self.node.apply(key, setup)
@@ -150,7 +167,7 @@ class PathSession:
         backend = self.node.probe_backend(path.backend, resolved.data_delay_line)
         program = self.node.delay_line() if backend == "nfqueue" else "qir-delayline"
         try:
-            setup = path_setup(resolved, backend, self.placement, program, pins)
+            setup = path_setup(resolved, backend, self.node.placement, program, pins)
         except ValueError as exc:
             raise PathError(f"{self.node.node.name}: {exc}") from None
         if resolved.trace is not None:
@@ -178,6 +195,7 @@ class PathSession:
         entry: dict[str, Any] = {
             "config": path.model_dump(mode="json"), "resolved": _resolved_dict(resolved),
             "backend": setup.backend, "placement": self.placement.kind,
+            "direction": self.direction,
             "node": self.node.node.name, "bottleneck": setup.bottleneck,
             "commands": [list(s.argv) for s in setup.steps if s.argv is not None],
             "delay_lines": [list(line.args) for line in setup.delay_lines],
@@ -201,8 +219,10 @@ class PathSession:
         earlier: list[dict[str, Any]] = []
         while True:
             load = HostLoad(self.load_hosts())
-            calibration = Calibrator(self.server, self.client, self.server.cfg.ip,
-                                     port, self._trace_clock
+            # the sending node takes iperf3's server role (it sends, -R), the other pings it
+            sender, receiver = (self.server, self.client) if self.direction == "download" \
+                else (self.client, self.server)
+            calibration = Calibrator(sender, receiver, sender.cfg.ip, port, self._trace_clock
                                      ).calibrate(resolved, path.tolerance)
             record = calibration.as_dict()
             record["host_load"], record["host_busy"] = load.finish()

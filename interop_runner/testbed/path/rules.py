@@ -49,6 +49,15 @@ class Placement:
     data_if: str  # the data direction's egress (router: towards the client)
     reverse_if: str  # router: its interface towards the server; server-egress: its interface
 
+    def towards_server(self) -> "Placement":
+        """The placement of an upload's path, whose data go from the client to the server:
+        a router's two interfaces swap roles. ValueError without a router (the data
+        direction would be the server's ingress, which only holds the reverse direction)."""
+        if self.kind != "router":
+            raise ValueError("an upload over an emulated path needs a router node (without one "
+                             "the path shapes the server's egress, the direction of a download)")
+        return Placement(self.kind, self.reverse_if, self.data_if)
+
     @property
     def data_hook(self) -> list[str]:
         """iptables chain and match of the data direction's packets."""

@@ -5,6 +5,7 @@ package common
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -32,6 +33,14 @@ var cipherIDs = map[string]uint16{
 	"TLS_AES_256_GCM_SHA384":       tls.TLS_AES_256_GCM_SHA384,
 	"TLS_CHACHA20_POLY1305_SHA256": tls.TLS_CHACHA20_POLY1305_SHA256,
 }
+
+// defaultMaxIncomingStreams is quic-go's limit on the streams a peer may have open at once
+// when quic.Config.MaxIncomingStreams is 0 (internal/protocol/params.go
+// DefaultMaxIncomingStreams).
+const defaultMaxIncomingStreams = 100
+
+// minBufSize is the smallest copy buffer BufSize hands out.
+const minBufSize = 256 << 10
 
 // Getenv returns the value of an environment variable that must be set.
 func Getenv(name string) string {
@@ -123,4 +132,86 @@ func ClientQUICConfig() (*quic.Config, error) {
 	conf.MaxConnectionReceiveWindow = window
 	log.Printf("flow-control window fixed at %d bytes (connection and streams)", window)
 	return conf, nil
+}
+
+// ErrUnsupported marks a request this harness cannot run; ExitCode makes it exit 127, which
+// the runner records as "unsupported" (docs/implementations.md).
+var ErrUnsupported = errors.New("unsupported")
+
+// ExitCode is the exit status for the error that ended the program: 127 for ErrUnsupported,
+// else 1.
+func ExitCode(err error) int {
+	if errors.Is(err, ErrUnsupported) {
+		return 127
+	}
+	return 1
+}
+
+// Workload is what the runner asks of the pair (docs/implementations.md "Workloads"): which
+// way data go and on how many streams of how many connections.
+type Workload struct {
+	Kind        string // download, upload or bidirectional
+	Streams     int    // concurrent streams per connection and direction
+	Connections int    // parallel client connections
+}
+
+// Downloads says whether the workload moves data from the server to the client.
+func (w Workload) Downloads() bool { return w.Kind != "upload" }
+
+// Uploads says whether the workload moves data from the client to the server.
+func (w Workload) Uploads() bool { return w.Kind != "download" }
+
+// ReadWorkload reads WORKLOAD, STREAMS and CONNECTIONS (empty or unset: download, 1, 1, the
+// QUIC Interop Runner's single download). An upload over hq-interop is ErrUnsupported:
+// HTTP/0.9 requests carry no body.
+func ReadWorkload() (Workload, error) {
+	w := Workload{Kind: os.Getenv("WORKLOAD"), Streams: 1, Connections: 1}
+	switch w.Kind {
+	case "":
+		w.Kind = "download"
+	case "download", "upload", "bidirectional":
+	default:
+		return w, fmt.Errorf("workload %q: %w", w.Kind, ErrUnsupported)
+	}
+	for _, v := range []struct {
+		name string
+		n    *int
+	}{{"STREAMS", &w.Streams}, {"CONNECTIONS", &w.Connections}} {
+		s := os.Getenv(v.name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return w, fmt.Errorf("%s must be a whole number >= 1, not %q", v.name, s)
+		}
+		*v.n = n
+	}
+	if w.Uploads() && os.Getenv("ALPN") == "hq-interop" {
+		return w, fmt.Errorf("workload %s over hq-interop: %w (hq-interop requests carry no body)",
+			w.Kind, ErrUnsupported)
+	}
+	return w, nil
+}
+
+// ServerQUICConfig is QUICConfig with room for the workload's request streams: the client
+// opens STREAMS per direction on each connection at once, and beyond quic-go's default limit
+// (100 open streams) its requests would wait for others to end.
+func ServerQUICConfig(w Workload) *quic.Config {
+	conf := QUICConfig()
+	n := w.Streams
+	if w.Downloads() && w.Uploads() {
+		n *= 2
+	}
+	if n > defaultMaxIncomingStreams {
+		conf.MaxIncomingStreams = int64(n)
+	}
+	return conf
+}
+
+// BufSize is the copy buffer of each of n transfers that run at once: all of size for one,
+// else a share of it, but no less than 256 KiB (64 streams on 16 connections with a whole
+// buffer each would take gigabytes).
+func BufSize(size, n int) int {
+	return max(size/max(n, 1), min(size, minBufSize))
 }
