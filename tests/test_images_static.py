@@ -32,7 +32,7 @@ BUILD_BASE = ROOT / "pos_scripts" / "build-base-image.sh"
 
 EXPECTED_IMAGES = {"nginx-h3", "quic-go-qir", "ngtcp2-trixie"}
 META_KEYS = {"name", "version", "description", "roles", "alpns", "ready", "image", "supports",
-             "parameters", "shared", "receive_window", "reno_backoff"}
+             "parameters", "shared", "receive_window", "reno_backoff", "workloads"}
 REQUIRED_META_KEYS = {"name", "version", "roles", "alpns", "ready", "image", "supports"}
 IMAGE_KEYS = {"build", "base", "port", "native"}
 # QIR's test case names for the protocols (the runner maps goodput onto them)

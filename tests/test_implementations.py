@@ -169,3 +169,12 @@ def test_a_reno_backoff_keeps_a_share(keeps: float) -> None:
 
     with pytest.raises(ValueError):
         RenoBackoff.model_validate({"keeps": keeps, "source": "x"})
+
+
+def test_docs_workload_table_matches_meta_files():
+    from interop_runner.config.implementations import workload_table
+
+    doc = (IMPLEMENTATIONS_DIR.parent / "docs" / "implementations.md").read_text()
+    assert workload_table(load_registry()) in doc, \
+        "docs/implementations.md: the workload table is stale (config.implementations." \
+        "workload_table)"
