@@ -295,3 +295,17 @@ def test_a_flagged_attempt_through_load_results(tmp_path: Path) -> None:
     assert bool(row["ceiling_exceeded"]) and row["bottleneck"] == "above_ceiling"
     assert row["bottleneck_reason"] == row["ceiling_exceeded_by"]
     assert row["ceiling_ratio"] == pytest.approx(25.0 / LINK)
+
+
+def test_an_uploads_window_and_sender_are_the_other_sides() -> None:
+    """In an upload the server receives: its stack's window bounds the flow, the client's
+    congestion control sends."""
+    def upload(record: dict[str, Any]) -> None:
+        record["workload"] = {"kind": "upload", "size_bytes": record["file_size"],
+                              "streams": 1, "connections": 1}
+        record["server"]["implementation"], record["server"]["version"] = "quiche", "0.30.0"
+        record["client"]["effective"]["congestion_control"] = "bbr"
+    row = derived(upload)
+    assert row["ceiling_window_bytes"] == 32 * MiB  # quiche's, the server's
+    assert derived(lambda r: r["server"].update(implementation="quiche", version="0.30.0"))[
+        "ceiling_window_bytes"] == 6 * MiB  # a download: still the quic-go client's

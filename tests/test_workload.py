@@ -134,3 +134,16 @@ def test_the_kind_sweeps_and_the_size_does_not():
     assert Axis(path="workload.kind", values=["download", "upload"]).label == "kind"
     with pytest.raises(ValidationError, match="prepared once per campaign"):
         Axis(path="workload.size", values=["1MiB"])
+
+
+@pytest.mark.parametrize("param, value", [("ack_ratio", 10), ("max_ack_delay", "25ms"),
+                                          ("flow_control_window", "64KiB")])
+def test_receiver_parameters_of_the_client_are_refused_for_an_upload(param, value):
+    with pytest.raises(ValidationError, match=f"params.{param} is asked of the client"):
+        config(params={param: value}, workload={"kind": "upload"})
+    assert config(params={param: value}).params is not None
+
+
+def test_a_bidirectional_workload_over_a_path_is_refused():
+    with pytest.raises(ValidationError, match="bidirectional workload over `path`"):
+        config(path={"rate": "20mbit", "rtt": "50ms"}, workload={"kind": "bidirectional"})

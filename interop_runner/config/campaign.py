@@ -44,6 +44,8 @@ from interop_runner.units import positive_size
 DEFAULT_FILE_SIZE = 8 * 2**30
 MAX_FILE_SIZE = 2**50  # 1 PiB: the file lives on the nodes' tmpfs
 MONITORS = tuple(MONITOR_REGISTRY)
+# standard parameters the harnesses set on the client, the receiver of a download
+RECEIVER_PARAMS = ("ack_ratio", "max_ack_delay", "flow_control_window")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -237,6 +239,11 @@ class CampaignConfig(Strict):
         if self.flows is not None and not self.workload.is_default:
             raise ValueError("workload: the flows of a `flows:` campaign download (a workload "
                              "per flow is not there yet): leave `workload` out")
+        receiver_only = [k for k in RECEIVER_PARAMS if getattr(self.params, k) is not None]
+        if self.workload.uploads and receiver_only:
+            raise ValueError(f"params.{receiver_only[0]} is asked of the client as the data "
+                             f"receiver, but in a {self.workload.kind} workload the server "
+                             "receives: it would not take effect")
         return self
 
     @model_validator(mode="after")

@@ -292,16 +292,19 @@ def _attempt(record: dict[str, Any], path: dict[str, Any]) -> _Attempt:
     payload = payload_bytes(packet, transport)
     flows = record.get("flows")
     server, client = record.get("server") or {}, record.get("client") or {}
+    # the data's sender and receiver: an upload's sender is the client, its window the server's
+    sender, receiver = (client, server) if (record.get("workload") or {}).get("kind") == \
+        "upload" else (server, client)
     return _Attempt(
         rate_mbps=rate / 1e6 if rate else None, cal_rate_mbps=cal_rate / 1e6 if cal_rate else None,
         rtt_ms=_number(resolved.get("rtt_ms")), loss=_number(resolved.get("loss")) or 0.0,
         links=len(resolved["links"]) if resolved.get("links") else 1,
         trace=bool(resolved.get("trace")), packet=packet, payload=payload,
         mathis_payload=mathis_payload(payload, packet, mtu, transport),
-        sender_cc=(server.get("effective") or {}).get("congestion_control"),
-        sender=server.get("implementation"),
-        receiver=client.get("implementation"), receiver_version=client.get("version"),
-        window=asked_window(client),
+        sender_cc=(sender.get("effective") or {}).get("congestion_control"),
+        sender=sender.get("implementation"),
+        receiver=receiver.get("implementation"), receiver_version=receiver.get("version"),
+        window=asked_window(receiver),
         flow_count=len(flows) if isinstance(flows, list) else 0,
         file_size=record.get("file_size"))
 
