@@ -1,14 +1,15 @@
 //! Shared parts of the quiche interop server and client: the runner's environment,
-//! the quiche/BoringSSL configuration, and the UDP socket I/O (GSO with SO_TXTIME
-//! pacing hints as in quiche's tools/apps `sendto.rs`, plus UDP GRO on receive). The contract
-//! code all Rust harnesses share (environment, windows, the JSON of the QIR_NEGOTIATED line) is in
-//! ../_shared/rust/qir-harness.
+//! the quiche/BoringSSL configuration, the UDP socket I/O (GSO with SO_TXTIME
+//! pacing hints as in quiche's tools/apps `sendto.rs`, plus UDP GRO on receive) and a file sent
+//! as a stream body ([`FileBody`]). The contract code all Rust harnesses share (environment,
+//! windows, the JSON of the QIR_NEGOTIATED line, the workload) is in ../_shared/rust/qir-harness.
 
 use std::cell::Cell;
 use std::fs::{File, OpenOptions};
-use std::io::{self, IoSlice, IoSliceMut};
+use std::io::{self, IoSlice, IoSliceMut, Read};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::time::Instant;
 
 use nix::sys::socket::{
@@ -195,9 +196,117 @@ pub fn apply_flow_control_window(config: &mut quiche::Config) {
     log!("flow-control window fixed at {window} bytes (connection and streams)");
 }
 
+/// A file sent as a stream body (a GET response, a PUT request), read in CHUNK pieces once
+/// the stream has send capacity.
+pub struct FileBody {
+    file: File,
+    /// The file's size.
+    pub size: u64,
+    /// bytes not yet read from the file
+    remaining: u64,
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+}
+
+impl FileBody {
+    /// Opens `path`, which must be a regular file.
+    pub fn open(path: &Path) -> io::Result<FileBody> {
+        let file = File::open(path)?;
+        let md = file.metadata()?;
+        if !md.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        let size = md.len();
+        Ok(FileBody {
+            file,
+            size,
+            remaining: size,
+            buf: vec![0u8; CHUNK.min(size.max(1) as usize)],
+            off: 0,
+            len: 0,
+        })
+    }
+
+    /// The bytes handed to the stream so far.
+    pub fn sent(&self) -> u64 {
+        self.size - self.remaining - (self.len - self.off) as u64
+    }
+
+    /// Pushes as much of the body as stream `sid` accepts (DATA frames with `h3`, raw stream
+    /// data without), with FIN on the last byte. Ok(true): all sent; Ok(false): blocked, call
+    /// again once the stream is writable; Err: the stream failed (why).
+    pub fn send(
+        &mut self,
+        conn: &mut quiche::Connection,
+        mut h3: Option<&mut quiche::h3::Connection>,
+        sid: u64,
+    ) -> Result<bool, String> {
+        loop {
+            if self.off == self.len {
+                if self.remaining == 0 {
+                    return Ok(true);
+                }
+                let cap = match conn.stream_capacity(sid) {
+                    Ok(c) => c,
+                    Err(quiche::Error::Done) => 0,
+                    Err(e) => return Err(format!("{e:?}")),
+                };
+                if cap == 0 {
+                    return Ok(false);
+                }
+                self.refill(conn, sid)?;
+            }
+            let fin = self.remaining == 0;
+            let data = &self.buf[self.off..self.len];
+            let sent = match h3.as_mut() {
+                Some(h3c) => match h3c.send_body(conn, sid, data, fin) {
+                    Ok(n) => Ok(n),
+                    Err(quiche::h3::Error::Done) => Ok(0),
+                    Err(e) => Err(format!("{e:?}")),
+                },
+                None => match conn.stream_send(sid, data, fin) {
+                    Ok(n) => Ok(n),
+                    Err(quiche::Error::Done) => Ok(0),
+                    Err(e) => Err(format!("{e:?}")),
+                },
+            };
+            self.off += sent.map_err(|e| format!("send failed: {e}"))?;
+            if self.off < self.len {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Reads the next chunk: a whole one (not just what the stream takes now), so the file is
+    /// read in large pieces; what the stream does not take stays in the buffer.
+    fn refill(&mut self, conn: &mut quiche::Connection, sid: u64) -> Result<(), String> {
+        let n = (self.buf.len() as u64).min(self.remaining) as usize;
+        if let Err(e) = self.file.read_exact(&mut self.buf[..n]) {
+            let _ = conn.stream_shutdown(sid, quiche::Shutdown::Write, 0x102);
+            return Err(format!("reading: {e}"));
+        }
+        self.off = 0;
+        self.len = n;
+        self.remaining -= n as u64;
+        Ok(())
+    }
+}
+
 /// Per-connection side outputs: key log and qlog.
 /// `id` names the qlog file `<id>_<role>.sqlog` (the original destination connection
 /// ID, so that the client's and the server's files match).
+/// Why a closed connection ended: the peer's error, our own, an idle timeout, or a clean
+/// close.
+pub fn close_reason(conn: &quiche::Connection) -> String {
+    match (conn.peer_error(), conn.local_error(), conn.is_timed_out()) {
+        (Some(e), _, _) => format!("peer closed the connection: {e:?}"),
+        (_, Some(e), _) => format!("connection closed: {e:?}"),
+        (_, _, true) => "idle timeout".to_string(),
+        _ => "connection closed".to_string(),
+    }
+}
+
 pub fn attach_logs(conn: &mut quiche::Connection, keylog: &Option<File>, id: &str, role: &str) {
     if let Some(f) = keylog {
         match f.try_clone() {

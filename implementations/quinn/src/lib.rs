@@ -1,20 +1,22 @@
 //! Shared parts of the quinn interop server and client: reading the runner's environment,
 //! the rustls crypto provider (ring, optionally restricted to one cipher suite), the quinn
 //! transport configuration (congestion control, flow-control windows, GSO, qlog), the UDP socket
-//! (SO_RCVBUF/SO_SNDBUF, GRO) and the `QIR_NEGOTIATED` line. The contract code all Rust harnesses
-//! share (environment, windows, the JSON of that line) is in ../_shared/rust/qir-harness.
+//! (SO_RCVBUF/SO_SNDBUF, GRO), the `QIR_NEGOTIATED` line and the file I/O of the bodies
+//! ([`ChunkReader`], [`ChunkWriter`]). The contract code all Rust harnesses share (environment,
+//! windows, the JSON of that line, the workload) is in ../_shared/rust/qir-harness.
 
 use std::{
     fs,
-    io::{self, BufWriter},
+    io::{self, BufWriter, Write},
     net::SocketAddr,
-    os::fd::AsRawFd,
+    os::{fd::AsRawFd, unix::fs::FileExt},
     path::{Path, PathBuf},
     sync::Arc,
     time::Instant,
 };
 
 use anyhow::{bail, Context, Result};
+use bytes::{Buf, Bytes};
 use qir_harness::{cipher, Negotiated, ALPN_H3, ALPN_HQ_INTEROP, CONNECTION_WINDOW, STREAM_WINDOW};
 use quinn::{
     congestion::{self, Bbr, Cubic, NewReno},
@@ -34,6 +36,10 @@ const SEND_WINDOW: u64 = 32 << 20;
 
 /// Size of the chunks files are read from or written to disk in.
 pub const IO_CHUNK: usize = 1 << 20;
+
+/// Concurrent bidirectional streams a peer may open: a bidirectional workload of
+/// meta.yml's 64 streams per direction needs 128 (quinn's default is 100).
+const MAX_BIDI_STREAMS: u32 = 256;
 
 /// Sets up `tracing` output of quinn/h3 warnings and errors on stderr (RUST_LOG is not read, to
 /// keep the build small: no per-packet logging).
@@ -121,7 +127,8 @@ pub fn transport_config(qlog: Option<&Path>, title: &str) -> Result<TransportCon
     };
     t.stream_receive_window(stream_window)
         .receive_window(connection_window)
-        .send_window(SEND_WINDOW);
+        .send_window(SEND_WINDOW)
+        .max_concurrent_bidi_streams(MAX_BIDI_STREAMS.into());
     match congestion_choice() {
         "reno" => t.congestion_controller_factory(Arc::new(congestion::NewRenoConfig::default())),
         "bbr" => t.congestion_controller_factory(Arc::new(congestion::BbrConfig::default())),
@@ -307,4 +314,143 @@ pub fn print_negotiated(conn: &quinn::Connection) {
         .alpn(negotiated_alpn(conn).as_deref())
         .congestion_control(negotiated_cc(conn))
         .print();
+}
+
+/// Reads a file in IO_CHUNK pieces with pread on the blocking pool, one chunk ahead of the
+/// consumer, so disk reads overlap with sending (a served file, an uploaded one).
+pub struct ChunkReader {
+    file: Arc<fs::File>,
+    offset: u64,
+    /// The file's size.
+    pub len: u64,
+    next: Option<tokio::task::JoinHandle<io::Result<Bytes>>>,
+}
+
+impl ChunkReader {
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let file = fs::File::open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        let mut r = ChunkReader {
+            file: Arc::new(file),
+            offset: 0,
+            len: meta.len(),
+            next: None,
+        };
+        r.next = r.spawn();
+        Ok(r)
+    }
+
+    fn spawn(&mut self) -> Option<tokio::task::JoinHandle<io::Result<Bytes>>> {
+        if self.offset >= self.len {
+            return None;
+        }
+        let n = (self.len - self.offset).min(IO_CHUNK as u64) as usize;
+        let (file, off) = (self.file.clone(), self.offset);
+        self.offset += n as u64;
+        Some(tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0u8; n];
+            file.read_exact_at(&mut buf, off)?;
+            Ok(Bytes::from(buf))
+        }))
+    }
+
+    /// The next chunk, or None at the end of the file.
+    pub async fn next(&mut self) -> Result<Option<Bytes>> {
+        let Some(h) = self.next.take() else {
+            return Ok(None);
+        };
+        let chunk = h.await.context("reader task")?.context("reading file")?;
+        self.next = self.spawn();
+        Ok(Some(chunk))
+    }
+}
+
+/// Writes a received body (a download, an upload) to disk on the blocking pool: the data are
+/// gathered into buffers of `chunk` bytes, one buffer is written while the next fills.
+pub struct ChunkWriter {
+    file: Option<fs::File>,
+    pending: Option<tokio::task::JoinHandle<io::Result<fs::File>>>,
+    buf: Vec<u8>,
+    chunk: usize,
+    /// bytes handed to the writer task
+    written: u64,
+    path: PathBuf,
+}
+
+impl ChunkWriter {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &Path, chunk: usize) -> Result<Self> {
+        let file =
+            fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(ChunkWriter {
+            file: Some(file),
+            pending: None,
+            buf: Vec::with_capacity(chunk),
+            chunk,
+            written: 0,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The bytes received so far (written or buffered).
+    pub fn received(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    /// Appends `data`; a full buffer goes to the disk.
+    pub async fn push(&mut self, mut data: impl Buf) -> Result<()> {
+        while data.has_remaining() {
+            let c = data.chunk();
+            let n = c.len();
+            self.buf.extend_from_slice(c);
+            data.advance(n);
+        }
+        if self.buf.len() >= self.chunk {
+            let full = std::mem::replace(&mut self.buf, Vec::with_capacity(self.chunk));
+            self.write(full).await?;
+        }
+        Ok(())
+    }
+
+    /// Hands what is buffered to the disk now (it stays in order behind the write before).
+    pub async fn flush(&mut self) -> Result<()> {
+        let buffered = std::mem::replace(&mut self.buf, Vec::with_capacity(self.chunk));
+        self.write(buffered).await
+    }
+
+    async fn wait(&mut self) -> Result<()> {
+        if let Some(h) = self.pending.take() {
+            let f = h
+                .await
+                .context("writer task")?
+                .with_context(|| format!("writing {}", self.path.display()))?;
+            self.file = Some(f);
+        }
+        Ok(())
+    }
+
+    async fn write(&mut self, buf: Vec<u8>) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        self.wait().await?;
+        let mut f = self.file.take().expect("file present after wait");
+        self.written += buf.len() as u64;
+        self.pending = Some(tokio::task::spawn_blocking(move || {
+            f.write_all(&buf)?;
+            Ok(f)
+        }));
+        Ok(())
+    }
+
+    /// Writes what is buffered and closes the file; returns the bytes written.
+    pub async fn finish(mut self) -> Result<u64> {
+        let rest = std::mem::take(&mut self.buf);
+        self.write(rest).await?;
+        self.wait().await?;
+        Ok(self.written)
+    }
 }

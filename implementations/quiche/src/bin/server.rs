@@ -1,5 +1,6 @@
 //! quiche interop server: serves the files in $WWW on $IP:$PORT over HTTP/3 ("h3") or
-//! HTTP/0.9 ("hq-interop"), one connection after another, until SIGTERM.
+//! HTTP/0.9 ("hq-interop"), one connection after another, until SIGTERM. An HTTP/3 PUT
+//! writes its body to $UPLOADS/<name>.
 //!
 //! The event loop follows quiche's examples/http3-server.rs and tools/apps (mio, one
 //! UDP socket, quiche-apps' GSO burst sending); files are streamed from disk in chunks
@@ -7,31 +8,49 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use qir_harness::www_file;
+use qir_harness::{upload_file, www_file, Workload, EXIT_UNSUPPORTED};
 use qir_quiche::{log, *};
 use quiche::h3::NameValue;
 
 const TOKEN_SOCK: mio::Token = mio::Token(0);
 const TOKEN_SIG: mio::Token = mio::Token(1);
 const SCID_LEN: usize = 16;
+/// How long a PUT body may pause before its buffered part (up to CHUNK) goes to the file. A
+/// client stopped at a duration may vanish without a CONNECTION_CLOSE or RESET_STREAM (killed by
+/// SIGINT, or the close lost), and the runner hashes the file soon after the client ended: it
+/// then holds all that arrived.
+const IDLE_FLUSH: Duration = Duration::from_millis(10);
 
 struct Response {
-    file: File,
+    /// the file (None: a response without body)
+    body: Option<FileBody>,
     path: String,
     size: u64,
-    /// bytes not yet read from the file
-    remaining: u64,
-    buf: Vec<u8>,
-    off: usize,
-    len: usize,
     /// HTTP/3 response headers not sent yet (stream blocked)
     headers: Option<Vec<quiche::h3::Header>>,
     start: Instant,
+}
+
+/// A PUT whose body is being written to $UPLOADS.
+struct Upload {
+    file: BufWriter<File>,
+    path: String,
+    received: u64,
+    expected: Option<u64>,
+    start: Instant,
+    /// when the last body data arrived (what is buffered is written out IDLE_FLUSH after)
+    last_data: Instant,
+}
+
+/// Where requests read and write: GET from WWW, PUT to UPLOADS (None: not set, PUT refused).
+struct Dirs {
+    www: PathBuf,
+    uploads: Option<PathBuf>,
 }
 
 struct Client {
@@ -40,6 +59,7 @@ struct Client {
     h3: Option<quiche::h3::Connection>,
     hq_reqs: HashMap<u64, Vec<u8>>,
     responses: HashMap<u64, Response>,
+    uploads: HashMap<u64, Upload>,
     send: SendState,
     cipher: Option<&'static str>,
     established: bool,
@@ -47,7 +67,7 @@ struct Client {
 }
 
 struct Server {
-    www: PathBuf,
+    dirs: Dirs,
     config: quiche::Config,
     h3_config: quiche::h3::Config,
     settings: Settings,
@@ -59,10 +79,19 @@ struct Server {
 }
 
 fn main() {
+    let alpn_env = getenv_opt("ALPN");
+    let workload = Workload::from_env().unwrap_or_else(|e| fatal(&e.to_string()));
+    if let Some(why) = alpn_env
+        .as_deref()
+        .and_then(|a| workload.unsupported_over(a))
+    {
+        log!("{why}");
+        std::process::exit(EXIT_UNSUPPORTED);
+    }
     let addr = qir_harness::listen_addr().unwrap_or_else(|e| fatal(&e.to_string()));
     let www = PathBuf::from(getenv("WWW"));
     let certs = getenv("CERTS");
-    let alpn_env = getenv_opt("ALPN");
+    let uploads = getenv_opt("UPLOADS").map(PathBuf::from);
 
     // Offer exactly the runner's ALPN if set, else both.
     let alpns: Vec<&[u8]> = match alpn_env.as_deref() {
@@ -102,7 +131,7 @@ fn main() {
         .unwrap_or_else(|e| fatal(&format!("register: {e}")));
 
     let mut srv = Server {
-        www,
+        dirs: Dirs { www, uploads },
         config,
         h3_config,
         settings,
@@ -112,16 +141,23 @@ fn main() {
         scratch: vec![0; 65536],
     };
 
+    let put_to = srv
+        .dirs
+        .uploads
+        .as_ref()
+        .map_or("nowhere (UPLOADS not set)".into(), |p| {
+            p.display().to_string()
+        });
     log!(
-        "serving {} on {} ({}), cc={}",
-        srv.www.display(),
+        "serving {} on {} ({}), cc={}, PUT to {put_to}",
+        srv.dirs.www.display(),
         sock.local,
         alpns
             .iter()
             .map(|a| String::from_utf8_lossy(a))
             .collect::<Vec<_>>()
             .join(","),
-        srv.settings.cc_runner_name
+        srv.settings.cc_runner_name,
     );
 
     let mut buf = vec![0u8; 65536];
@@ -133,7 +169,12 @@ fn main() {
         let timeout = if continue_write {
             Some(Duration::ZERO)
         } else {
-            srv.clients.values().filter_map(|c| c.conn.timeout()).min()
+            let now = Instant::now();
+            srv.clients
+                .values()
+                .flat_map(|c| [c.conn.timeout(), c.flush_timeout(now)])
+                .flatten()
+                .min()
         };
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
@@ -176,12 +217,13 @@ fn main() {
             clients,
             h3_config,
             settings,
-            www,
+            dirs,
             scratch,
             ..
         } = &mut srv;
         for c in clients.values_mut() {
-            c.process(h3_config, settings, www, scratch);
+            c.process(h3_config, settings, dirs, scratch);
+            c.flush_idle_uploads(Instant::now());
         }
 
         continue_write = false;
@@ -198,6 +240,7 @@ fn main() {
 
     // Shutting down: close every connection and flush the CONNECTION_CLOSE frames.
     for c in srv.clients.values_mut() {
+        c.close_uploads("cut short (server shutting down)");
         let err = if c.h3.is_some() { 0x100 } else { 0 };
         let _ = c.conn.close(true, err, b"server shutting down");
         let _ = flush(&mut c.conn, &mut c.send, &sock, &mut out);
@@ -260,6 +303,7 @@ impl Server {
                         h3: None,
                         hq_reqs: HashMap::new(),
                         responses: HashMap::new(),
+                        uploads: HashMap::new(),
                         send: SendState::default(),
                         cipher: None,
                         established: false,
@@ -293,16 +337,7 @@ impl Server {
             if !c.conn.is_closed() {
                 return true;
             }
-            let why = match (
-                c.conn.peer_error(),
-                c.conn.local_error(),
-                c.conn.is_timed_out(),
-            ) {
-                (Some(e), _, _) => format!("peer closed: {e:?}"),
-                (_, Some(e), _) => format!("closed locally: {e:?}"),
-                (_, _, true) => "idle timeout".to_string(),
-                _ => "closed".to_string(),
-            };
+            let why = close_reason(&c.conn);
             log!(
                 "{} connection done after {:.3}s: {why}",
                 c.conn.trace_id(),
@@ -320,9 +355,13 @@ impl Client {
         &mut self,
         h3_config: &quiche::h3::Config,
         settings: &Settings,
-        www: &Path,
+        dirs: &Dirs,
         scratch: &mut [u8],
     ) {
+        if !self.uploads.is_empty() && (self.conn.is_closed() || self.conn.is_draining()) {
+            // the client is gone: the bodies cut short keep what arrived
+            self.close_uploads("cut short (connection closed)");
+        }
         if !self.conn.is_established() || self.conn.is_closed() {
             return;
         }
@@ -350,9 +389,9 @@ impl Client {
         self.handle_writable();
 
         if self.h3.is_some() {
-            self.poll_h3(www, scratch);
+            self.poll_h3(dirs, scratch);
         } else {
-            self.poll_hq(www, scratch);
+            self.poll_hq(&dirs.www, scratch);
         }
     }
 
@@ -372,7 +411,7 @@ impl Client {
     }
 
     fn finish_response(&mut self, sid: u64) {
-        if let Some(r) = self.responses.remove(&sid) {
+        if let Some(r) = self.responses.remove(&sid).filter(|r| r.body.is_some()) {
             let d = r.start.elapsed().as_secs_f64();
             log!(
                 "{} stream {sid}: {} ({} bytes) queued completely after {:.3}s ({:.1} Mbit/s)",
@@ -385,40 +424,33 @@ impl Client {
         }
     }
 
-    fn poll_h3(&mut self, www: &Path, scratch: &mut [u8]) {
+    fn poll_h3(&mut self, dirs: &Dirs, scratch: &mut [u8]) {
         loop {
             let Some(h3) = self.h3.as_mut() else { return };
             match h3.poll(&mut self.conn) {
                 Ok((sid, quiche::h3::Event::Headers { list, .. })) => {
-                    let mut method = None;
-                    let mut path = None;
-                    for h in &list {
-                        match h.name() {
-                            b":method" => {
-                                method = Some(String::from_utf8_lossy(h.value()).to_string())
-                            }
-                            b":path" => path = Some(String::from_utf8_lossy(h.value()).to_string()),
-                            _ => (),
-                        }
-                    }
-                    let path = path.unwrap_or_default();
-                    if method.as_deref() != Some("GET") {
-                        let hdrs = [quiche::h3::Header::new(b":status", b"405")];
-                        let _ = h3.send_response(&mut self.conn, sid, &hdrs, true);
-                        continue;
-                    }
-                    self.start_response(sid, &path, www);
+                    self.start_request(sid, &list, dirs);
                 }
                 Ok((sid, quiche::h3::Event::Data)) => {
-                    // request bodies are ignored
+                    if self.uploads.contains_key(&sid) {
+                        self.receive_upload(sid, scratch);
+                        continue;
+                    }
+                    // other request bodies are ignored
                     while let Ok(n) = h3.recv_body(&mut self.conn, sid, scratch) {
                         if n == 0 {
                             break;
                         }
                     }
                 }
-                Ok((sid, quiche::h3::Event::Reset(_))) => {
+                Ok((sid, quiche::h3::Event::Finished)) => {
+                    if self.uploads.contains_key(&sid) {
+                        self.finish_upload(sid);
+                    }
+                }
+                Ok((sid, quiche::h3::Event::Reset(code))) => {
                     self.responses.remove(&sid);
+                    self.end_upload(sid, &format!("cut short (stream reset, 0x{code:x})"));
                 }
                 Ok(_) => (),
                 Err(quiche::h3::Error::Done) => return,
@@ -427,6 +459,28 @@ impl Client {
                     return;
                 }
             }
+        }
+    }
+
+    /// A request's headers: GET from WWW, PUT to UPLOADS, anything else 405.
+    fn start_request(&mut self, sid: u64, list: &[quiche::h3::Header], dirs: &Dirs) {
+        let mut method = None;
+        let mut path = None;
+        let mut length = None;
+        for h in list {
+            let value = || String::from_utf8_lossy(h.value()).to_string();
+            match h.name() {
+                b":method" => method = Some(value()),
+                b":path" => path = Some(value()),
+                b"content-length" => length = value().parse::<u64>().ok(),
+                _ => (),
+            }
+        }
+        let path = path.unwrap_or_default();
+        match method.as_deref() {
+            Some("GET") => self.start_response(sid, &path, &dirs.www),
+            Some("PUT") => self.start_upload(sid, &path, length, dirs.uploads.as_deref()),
+            _ => self.respond(sid, b"405"),
         }
     }
 
@@ -466,12 +520,8 @@ impl Client {
     }
 
     fn start_response(&mut self, sid: u64, path: &str, www: &Path) {
-        let file = www_file(www, path).and_then(|p| {
-            let f = File::open(&p).ok()?;
-            let md = f.metadata().ok()?;
-            md.is_file().then_some((f, md.len()))
-        });
-        let Some((file, size)) = file else {
+        let body = www_file(www, path).and_then(|p| FileBody::open(&p).ok());
+        let Some(body) = body else {
             log!("{} stream {sid}: {path:?} not found", self.conn.trace_id());
             match self.h3.as_mut() {
                 Some(h3) => {
@@ -486,6 +536,7 @@ impl Client {
             }
             return;
         };
+        let size = body.size;
         log!(
             "{} stream {sid}: GET {path} ({size} bytes)",
             self.conn.trace_id()
@@ -498,24 +549,197 @@ impl Client {
                 quiche::h3::Header::new(b"server", b"quiche"),
             ]
         });
-        let mut r = Response {
-            file,
+        let r = Response {
+            body: Some(body),
             path: path.to_string(),
             size,
-            remaining: size,
-            buf: vec![0u8; CHUNK.min(size.max(1) as usize)],
-            off: 0,
-            len: 0,
             headers,
             start: Instant::now(),
         };
-        if send_response(&mut self.conn, self.h3.as_mut(), sid, &mut r) {
-            self.responses.insert(sid, r);
+        self.queue_response(sid, r);
+    }
+
+    /// Sends what `r` can send now and keeps the rest for when the stream is writable.
+    fn queue_response(&mut self, sid: u64, mut r: Response) {
+        let done = send_response(&mut self.conn, self.h3.as_mut(), sid, &mut r);
+        self.responses.insert(sid, r);
+        if done {
             self.finish_response(sid);
-        } else {
-            self.responses.insert(sid, r);
         }
     }
+
+    /// An HTTP/3 response without body (its headers may wait for the stream, too).
+    fn respond(&mut self, sid: u64, status: &[u8]) {
+        let r = Response {
+            body: None,
+            path: format!("status {}", String::from_utf8_lossy(status)),
+            size: 0,
+            headers: Some(vec![
+                quiche::h3::Header::new(b":status", status),
+                quiche::h3::Header::new(b"content-length", b"0"),
+                quiche::h3::Header::new(b"server", b"quiche"),
+            ]),
+            start: Instant::now(),
+        };
+        self.queue_response(sid, r);
+    }
+
+    // -- uploads (PUT) ----------------------------------------------------------------------
+
+    /// A PUT: its body goes to $UPLOADS/<name> (created or truncated); 403 for a name that is
+    /// not a plain file name, or without UPLOADS.
+    fn start_upload(&mut self, sid: u64, path: &str, expected: Option<u64>, dir: Option<&Path>) {
+        let file = match create_upload(dir, path) {
+            Ok(file) => file,
+            Err(why) => {
+                log!(
+                    "{} stream {sid}: PUT {path:?} refused: {why}",
+                    self.conn.trace_id()
+                );
+                // no body wanted: STOP_SENDING, and the 403 says why
+                let _ = self
+                    .conn
+                    .stream_shutdown(sid, quiche::Shutdown::Read, 0x10c);
+                self.respond(sid, b"403");
+                return;
+            }
+        };
+        log!(
+            "{} stream {sid}: PUT {path} ({} bytes)",
+            self.conn.trace_id(),
+            expected.map_or("no content-length".into(), |n| n.to_string())
+        );
+        let now = Instant::now();
+        self.uploads.insert(
+            sid,
+            Upload {
+                file: BufWriter::with_capacity(CHUNK, file),
+                path: path.to_string(),
+                received: 0,
+                expected,
+                start: now,
+                last_data: now,
+            },
+        );
+    }
+
+    /// Writes the body data that arrived to the file (through its buffer).
+    fn receive_upload(&mut self, sid: u64, scratch: &mut [u8]) {
+        let (Some(h3), Some(u)) = (self.h3.as_mut(), self.uploads.get_mut(&sid)) else {
+            return;
+        };
+        let failed = loop {
+            match h3.recv_body(&mut self.conn, sid, scratch) {
+                Ok(0) | Err(quiche::h3::Error::Done) => break None,
+                Ok(n) => {
+                    u.received += n as u64;
+                    if let Err(e) = u.file.write_all(&scratch[..n]) {
+                        break Some((format!("writing: {e}"), true));
+                    }
+                }
+                Err(e) => break Some((format!("recv_body: {e:?}"), false)),
+            }
+        };
+        u.last_data = Instant::now();
+        let Some((why, answer)) = failed else {
+            return;
+        };
+        self.end_upload(sid, &format!("failed ({why})"));
+        if answer {
+            // the stream is fine, the disk is not: stop the body and say so
+            let _ = self
+                .conn
+                .stream_shutdown(sid, quiche::Shutdown::Read, 0x10c);
+            self.respond(sid, b"500");
+        }
+    }
+
+    /// The body is complete: close the file, then answer 200 (400 when it is shorter or
+    /// longer than its content-length).
+    fn finish_upload(&mut self, sid: u64) {
+        let Some(u) = self.uploads.remove(&sid) else {
+            return;
+        };
+        let (received, expected) = (u.received, u.expected);
+        if let Err(e) = close_upload(u, &self.conn, sid, "complete") {
+            log!("{} stream {sid}: {e}", self.conn.trace_id());
+            self.respond(sid, b"500");
+        } else if let Some(n) = expected.filter(|n| *n != received) {
+            log!(
+                "{} stream {sid}: got {received} bytes, content-length {n}",
+                self.conn.trace_id()
+            );
+            self.respond(sid, b"400");
+        } else {
+            self.respond(sid, b"200");
+        }
+    }
+
+    /// A body cut short (reset, connection gone, write error): close the file, keeping what
+    /// arrived.
+    fn end_upload(&mut self, sid: u64, why: &str) {
+        if let Some(u) = self.uploads.remove(&sid) {
+            if let Err(e) = close_upload(u, &self.conn, sid, why) {
+                log!("{} stream {sid}: {e}", self.conn.trace_id());
+            }
+        }
+    }
+
+    fn close_uploads(&mut self, why: &str) {
+        let sids: Vec<u64> = self.uploads.keys().copied().collect();
+        for sid in sids {
+            self.end_upload(sid, why);
+        }
+    }
+
+    /// Writes out the buffered part of the bodies that paused for IDLE_FLUSH.
+    fn flush_idle_uploads(&mut self, now: Instant) {
+        for (sid, u) in &mut self.uploads {
+            if !u.file.buffer().is_empty() && now >= u.last_data + IDLE_FLUSH {
+                if let Err(e) = u.file.flush() {
+                    log!(
+                        "{} stream {sid}: writing {}: {e}",
+                        self.conn.trace_id(),
+                        u.path
+                    );
+                }
+            }
+        }
+    }
+
+    /// How long the event loop may sleep before a buffered body is due to be written out.
+    fn flush_timeout(&self, now: Instant) -> Option<Duration> {
+        self.uploads
+            .values()
+            .filter(|u| !u.file.buffer().is_empty())
+            .map(|u| (u.last_data + IDLE_FLUSH).saturating_duration_since(now))
+            .min()
+    }
+}
+
+/// The file a PUT of `path` writes: $UPLOADS/<name>, created or truncated.
+fn create_upload(dir: Option<&Path>, path: &str) -> Result<File, String> {
+    let dir = dir.ok_or("UPLOADS is not set")?;
+    let target = upload_file(dir, path).ok_or("not a plain file name")?;
+    File::create(&target).map_err(|e| format!("creating {}: {e}", target.display()))
+}
+
+/// Flushes and closes an upload's file; logs how much arrived and why it ended.
+fn close_upload(u: Upload, conn: &quiche::Connection, sid: u64, why: &str) -> Result<(), String> {
+    let closed = u
+        .file
+        .into_inner()
+        .map(drop)
+        .map_err(|e| format!("writing {}: {}", u.path, e.error()));
+    let d = u.start.elapsed().as_secs_f64();
+    log!(
+        "{} stream {sid}: PUT {} {why}: {} bytes in {d:.3}s ({:.1} Mbit/s)",
+        conn.trace_id(),
+        u.path,
+        u.received,
+        u.received as f64 * 8.0 / d.max(1e-9) / 1e6
+    );
+    closed
 }
 
 /// Pushes as much of the response as the stream accepts, reading the file in chunks
@@ -547,63 +771,14 @@ fn send_response(
                 return true;
             }
         }
-    } else if h3.is_none() && r.size == 0 && r.remaining == 0 && r.len == 0 {
+    } else if h3.is_none() && r.size == 0 {
         return conn.stream_send(sid, b"", true).is_ok();
     }
-
-    loop {
-        if r.off == r.len {
-            if r.remaining == 0 {
-                return true;
-            }
-            let cap = match conn.stream_capacity(sid) {
-                Ok(c) => c,
-                Err(quiche::Error::Done) => 0,
-                Err(e) => {
-                    log!("{} stream {sid}: {e:?}", conn.trace_id());
-                    return true;
-                }
-            };
-            if cap == 0 {
-                return false;
-            }
-            // Read a whole chunk (not just `cap` bytes): what the stream does not take now
-            // stays in the buffer, so the file is read in large pieces.
-            let n = (r.buf.len() as u64).min(r.remaining) as usize;
-            if let Err(e) = r.file.read_exact(&mut r.buf[..n]) {
-                log!("{} stream {sid}: reading {}: {e}", conn.trace_id(), r.path);
-                let _ = conn.stream_shutdown(sid, quiche::Shutdown::Write, 0x102);
-                return true;
-            }
-            r.off = 0;
-            r.len = n;
-            r.remaining -= n as u64;
-        }
-        let fin = r.remaining == 0;
-        let data = &r.buf[r.off..r.len];
-        let res = match h3.as_mut() {
-            Some(h3c) => match h3c.send_body(conn, sid, data, fin) {
-                Ok(n) => Ok(n),
-                Err(quiche::h3::Error::Done) => Ok(0),
-                Err(e) => Err(format!("{e:?}")),
-            },
-            None => match conn.stream_send(sid, data, fin) {
-                Ok(n) => Ok(n),
-                Err(quiche::Error::Done) => Ok(0),
-                Err(e) => Err(format!("{e:?}")),
-            },
-        };
-        match res {
-            Ok(n) => {
-                r.off += n;
-                if r.off < r.len {
-                    return false;
-                }
-            }
-            Err(e) => {
-                log!("{} stream {sid}: send failed: {e}", conn.trace_id());
-                return true;
-            }
-        }
-    }
+    let Some(body) = r.body.as_mut() else {
+        return true;
+    };
+    body.send(conn, h3, sid).unwrap_or_else(|e| {
+        log!("{} stream {sid}: {}: {e}", conn.trace_id(), r.path);
+        true
+    })
 }

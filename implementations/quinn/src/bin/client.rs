@@ -1,10 +1,12 @@
-//! quinn interop client: downloads every URL in $REQUESTS into $DOWNLOADS, one after the other
-//! over one QUIC connection per server, with HTTP/3 (h3 + h3-quinn) or hq-interop, following
-//! quinn's examples/client.rs and h3's examples/client.rs. Exits non-zero on any failure.
+//! quinn interop client: runs the workload (docs/implementations.md "Workloads") with HTTP/3
+//! (h3 + h3-quinn) or hq-interop, following quinn's examples/client.rs and h3's
+//! examples/client.rs: CONNECTIONS connections in parallel, each with an endpoint (UDP socket) of
+//! its own, and on each its share of $REQUESTS (GET into $DOWNLOADS) and $UPLOAD_REQUESTS (PUT
+//! of the files in $UPLOADS), all at once, one stream per request. Exits non-zero on any
+//! failure, 127 for a workload it cannot run (uploads over hq-interop).
 
 use std::{
     future::poll_fn,
-    io::Write,
     net::SocketAddr,
     path::{Path, PathBuf},
     sync::Arc,
@@ -12,8 +14,8 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Result};
-use bytes::Buf;
-use qir_harness::RequestUrl;
+use bytes::Bytes;
+use qir_harness::{ConnectionRequests, RequestUrl, Workload, EXIT_UNSUPPORTED};
 use quinn::{
     crypto::rustls::QuicClientConfig,
     rustls::{
@@ -26,12 +28,16 @@ use quinn::{
     },
     ClientConfig, Endpoint, EndpointConfig, TokioRuntime,
 };
-use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 
-use qir_quinn as common;
+use qir_quinn::{self as common, ChunkReader, ChunkWriter};
 
 /// Size of the buffers handed to the disk writer.
 const WRITE_CHUNK: usize = 4 << 20;
+/// HTTP/3 closes with H3_NO_ERROR, hq-interop with 0.
+const H3_NO_ERROR: u32 = 0x100;
+
+type H3Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 fn main() {
     common::init_logging();
@@ -44,44 +50,86 @@ fn main() {
     }
 }
 
-/// One requested URL.
-struct Request {
+/// One request: its URL and the file it writes (GET) or sends (PUT).
+struct Transfer {
     uri: http::Uri,
-    host: String,
-    port: u16,
-    target: PathBuf,
+    file: PathBuf,
 }
 
-fn parse_request(url: RequestUrl, downloads: &Path) -> Result<Request> {
-    let raw = &url.url;
-    let uri: http::Uri = raw
-        .parse()
-        .with_context(|| format!("parsing URL {raw:?}"))?;
-    let name = url
-        .file_name()
-        .ok_or_else(|| anyhow!("URL {raw:?} has no file name"))?;
-    let target = downloads.join(name);
-    Ok(Request {
-        uri,
-        host: url.host,
-        port: url.port,
-        target,
-    })
+impl Transfer {
+    /// The transfer of `url` with the file of that name in `dir`.
+    fn new(url: &RequestUrl, dir: &Path) -> Result<Self> {
+        let raw = &url.url;
+        let uri: http::Uri = raw
+            .parse()
+            .with_context(|| format!("parsing URL {raw:?}"))?;
+        let name = url
+            .file_name()
+            .ok_or_else(|| anyhow!("URL {raw:?} has no file name"))?;
+        Ok(Transfer {
+            uri,
+            file: dir.join(name),
+        })
+    }
+}
+
+/// What every connection shares: the TLS configuration, the protocol, the directories.
+struct Shared {
+    quic_tls: Arc<QuicClientConfig>,
+    alpn: String,
+    downloads: PathBuf,
+    uploads: PathBuf,
 }
 
 #[tokio::main]
 async fn run() -> Result<()> {
-    let downloads = PathBuf::from(common::env_required("DOWNLOADS")?);
-    let certs = PathBuf::from(common::env_required("CERTS")?);
+    let workload = Workload::from_env()?;
     let alpn = common::alpn()?;
-    let requests = qir_harness::parse_requests(&common::env("REQUESTS"))?
-        .into_iter()
-        .map(|r| parse_request(r, &downloads))
-        .collect::<Result<Vec<_>>>()?;
-    if requests.is_empty() {
-        bail!("REQUESTS is empty");
+    if let Some(why) = workload.unsupported_over(&alpn) {
+        eprintln!("quinn client: {why}");
+        std::process::exit(EXIT_UNSUPPORTED);
     }
+    let (_, plan) = qir_harness::client_plan()?;
+    let shared = Arc::new(Shared {
+        quic_tls: client_tls(&alpn)?,
+        alpn,
+        downloads: dir_of(workload.kind.downloads(), "DOWNLOADS")?,
+        uploads: dir_of(workload.kind.uploads(), "UPLOADS")?,
+    });
+    eprintln!(
+        "quinn client: workload {} ({} stream(s) x {} connection(s)), {}, congestion control {}",
+        workload.kind.name(),
+        workload.streams,
+        workload.connections,
+        shared.alpn,
+        common::congestion_choice()
+    );
+    // SIGINT (stopped at a duration) keeps its default action: the client ends at once, a
+    // download keeps what was written, an upload stops sending. Closing the connections first
+    // would not tell the server reliably: quinn-proto 0.11.19 sends no CONNECTION_CLOSE while
+    // stream data wait for a full congestion window (quinn issue #2785), so the server writes
+    // out a body that pauses instead (src/bin/server.rs IDLE_FLUSH).
+    let mut connections = JoinSet::new();
+    for conn in plan {
+        let shared = shared.clone();
+        connections.spawn(async move { run_connection(&shared, &conn).await });
+    }
+    join_all(&mut connections).await
+}
 
+/// The directory in `var` (required when the workload moves that direction).
+fn dir_of(needed: bool, var: &str) -> Result<PathBuf> {
+    Ok(if needed {
+        PathBuf::from(common::env_required(var)?)
+    } else {
+        PathBuf::from(common::env(var))
+    })
+}
+
+/// The TLS configuration of every connection: rustls with the chosen provider, the server
+/// certificate checked against $CERTS/ca.pem, the one ALPN.
+fn client_tls(alpn: &str) -> Result<Arc<QuicClientConfig>> {
+    let certs = PathBuf::from(common::env_required("CERTS")?);
     let (provider, cipher_desc) = common::crypto_provider()?;
     let verifier = PinnedVerifier::new(&certs.join("ca.pem"), provider.clone())?;
     let mut tls = rustls::ClientConfig::builder_with_provider(provider)
@@ -93,37 +141,48 @@ async fn run() -> Result<()> {
     if let Some(kl) = common::key_log() {
         tls.key_log = kl;
     }
-    let quic_tls = Arc::new(QuicClientConfig::with_initial(
+    eprintln!("quinn client: {cipher_desc}");
+    Ok(Arc::new(QuicClientConfig::with_initial(
         Arc::new(tls),
         common::initial_suite(),
-    )?);
-    eprintln!(
-        "quinn client: {} request(s), {alpn}, {cipher_desc}, congestion control {}",
-        requests.len(),
-        common::congestion_choice()
-    );
+    )?))
+}
 
-    // One connection per server (host:port), the requests to it one after the other.
-    let mut i = 0;
-    while i < requests.len() {
-        let (host, port) = (requests[i].host.clone(), requests[i].port);
-        let mut j = i;
-        while j < requests.len() && requests[j].host == host && requests[j].port == port {
-            j += 1;
+/// The first error of the tasks (the others are then aborted), or Ok when all succeeded.
+async fn join_all(tasks: &mut JoinSet<Result<()>>) -> Result<()> {
+    while let Some(joined) = tasks.join_next().await {
+        if let Err(e) = joined.context("task").and_then(|r| r) {
+            tasks.abort_all();
+            return Err(e);
         }
-        download_from(&host, port, &requests[i..j], &alpn, quic_tls.clone()).await?;
-        i = j;
     }
     Ok(())
 }
 
-async fn download_from(
-    host: &str,
-    port: u16,
-    reqs: &[Request],
-    alpn: &str,
-    quic_tls: Arc<QuicClientConfig>,
-) -> Result<()> {
+/// One connection: connect, run its requests, close.
+async fn run_connection(shared: &Shared, plan: &ConnectionRequests) -> Result<()> {
+    let (endpoint, conn) = connect(shared, plan).await?;
+    let hq = common::negotiated_alpn(&conn)
+        .as_deref()
+        .unwrap_or(&shared.alpn)
+        == "hq-interop";
+    let (result, code) = if hq {
+        (transfer_hq(&conn, plan, shared).await, 0)
+    } else {
+        (transfer_h3(&conn, plan, shared).await, H3_NO_ERROR)
+    };
+    conn.close(code.into(), b"done");
+    // Give the server a chance to receive the close and let qlog files be completed.
+    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+    result.with_context(|| format!("connection {}", plan.index))
+}
+
+/// A new endpoint (UDP socket) and the connection to the server of `plan`'s first request.
+async fn connect(
+    shared: &Shared,
+    plan: &ConnectionRequests,
+) -> Result<(Endpoint, quinn::Connection)> {
+    let (host, port) = (plan.first().host.as_str(), plan.first().port);
     let remote: SocketAddr = tokio::net::lookup_host((host, port))
         .await?
         .next()
@@ -143,8 +202,13 @@ async fn download_from(
     )?;
     common::after_endpoint(dup, "client")?;
 
-    let mut config = ClientConfig::new(quic_tls);
-    let qlog = common::qlog_path(&format!("client_{host}_{port}_{}", std::process::id()))?;
+    let mut config = ClientConfig::new(shared.quic_tls.clone());
+    // one qlog file per connection: the first keeps the name it always had
+    let mut name = format!("client_{host}_{port}_{}", std::process::id());
+    if plan.index > 0 {
+        name = format!("{name}_{}", plan.index);
+    }
+    let qlog = common::qlog_path(&name)?;
     config.transport_config(Arc::new(common::transport_config(
         qlog.as_deref(),
         "quinn client",
@@ -156,176 +220,151 @@ async fn download_from(
         .await
         .with_context(|| format!("connecting to {remote}"))?;
     eprintln!(
-        "quinn client: connected to {remote} after {:.1} ms",
+        "quinn client: connection {} to {remote} after {:.1} ms",
+        plan.index,
         start.elapsed().as_secs_f64() * 1e3
     );
     common::print_negotiated(&conn);
-
-    let result = if common::negotiated_alpn(&conn).as_deref().unwrap_or(alpn) == "hq-interop" {
-        download_hq(&conn, reqs).await
-    } else {
-        download_h3(&conn, reqs).await
-    };
-    // HTTP/3 closes with H3_NO_ERROR (0x100), hq-interop with 0.
-    let code = if common::negotiated_alpn(&conn).as_deref() == Some("h3") {
-        0x100u32
-    } else {
-        0
-    };
-    conn.close(code.into(), b"done");
-    // Give the server a chance to receive the close and let qlog files be completed.
-    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
-    result
+    Ok((endpoint, conn))
 }
 
-async fn download_hq(conn: &quinn::Connection, reqs: &[Request]) -> Result<()> {
-    for req in reqs {
-        let start = Instant::now();
-        let (mut send, mut recv) = conn.open_bi().await.context("opening stream")?;
-        send.write_all(format!("GET {}\r\n", req.uri.path()).as_bytes())
-            .await?;
-        send.finish()?;
-        let mut out = ChunkWriter::create(&req.target)?;
-        let mut buf = Vec::with_capacity(WRITE_CHUNK);
-        while let Some(chunk) = recv.read_chunk(usize::MAX, true).await.with_context(|| {
-            format!(
-                "GET {}: after {} bytes",
-                req.uri,
-                out.total + buf.len() as u64
-            )
-        })? {
-            buf.extend_from_slice(&chunk.bytes);
-            if buf.len() >= WRITE_CHUNK {
-                out.write(std::mem::replace(&mut buf, Vec::with_capacity(WRITE_CHUNK)))
-                    .await?;
-            }
-        }
-        out.write(buf).await?;
-        let n = out.finish().await?;
-        log_done(&req.uri, n, start);
+/// hq-interop: every GET of the connection on a stream of its own, all at once.
+async fn transfer_hq(
+    conn: &quinn::Connection,
+    plan: &ConnectionRequests,
+    shared: &Shared,
+) -> Result<()> {
+    let mut tasks = JoinSet::new();
+    for url in &plan.downloads {
+        let t = Transfer::new(url, &shared.downloads)?;
+        tasks.spawn(get_hq(conn.clone(), t));
     }
+    join_all(&mut tasks).await
+}
+
+async fn get_hq(conn: quinn::Connection, t: Transfer) -> Result<()> {
+    let start = Instant::now();
+    let (mut send, mut recv) = conn.open_bi().await.context("opening stream")?;
+    send.write_all(format!("GET {}\r\n", t.uri.path()).as_bytes())
+        .await?;
+    send.finish()?;
+    let mut out = ChunkWriter::create(&t.file, WRITE_CHUNK)?;
+    while let Some(chunk) = recv
+        .read_chunk(usize::MAX, true)
+        .await
+        .with_context(|| format!("GET {}: after {} bytes", t.uri, out.received()))?
+    {
+        out.push(chunk.bytes).await?;
+    }
+    let n = out.finish().await?;
+    log_done("GET", &t.uri, n, start);
     Ok(())
 }
 
-async fn download_h3(conn: &quinn::Connection, reqs: &[Request]) -> Result<()> {
-    let (mut driver, mut send_request) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+/// HTTP/3: every GET and PUT of the connection on a stream of its own, all at once.
+async fn transfer_h3(
+    conn: &quinn::Connection,
+    plan: &ConnectionRequests,
+    shared: &Shared,
+) -> Result<()> {
+    let (mut driver, send_request) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
         .await
         .context("h3 connection setup")?;
     let drive = tokio::spawn(async move { poll_fn(|cx| driver.poll_close(cx)).await });
-
+    let mut tasks = JoinSet::new();
     let result = async {
-        for req in reqs {
-            let start = Instant::now();
-            let mut stream = send_request
-                .send_request(http::Request::get(req.uri.clone()).body(())?)
-                .await
-                .with_context(|| format!("GET {}", req.uri))?;
-            stream.finish().await?;
-            let resp = stream
-                .recv_response()
-                .await
-                .with_context(|| format!("GET {}", req.uri))?;
-            if resp.status() != http::StatusCode::OK {
-                bail!("GET {}: status {}", req.uri, resp.status());
-            }
-            let expected: Option<u64> = resp
-                .headers()
-                .get(http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok()?.parse().ok());
-            let mut out = ChunkWriter::create(&req.target)?;
-            let mut buf = Vec::with_capacity(WRITE_CHUNK);
-            while let Some(mut data) = stream.recv_data().await.with_context(|| {
-                format!(
-                    "GET {}: after {} bytes",
-                    req.uri,
-                    out.total + buf.len() as u64
-                )
-            })? {
-                while data.has_remaining() {
-                    let c = data.chunk();
-                    let n = c.len();
-                    buf.extend_from_slice(c);
-                    data.advance(n);
-                }
-                if buf.len() >= WRITE_CHUNK {
-                    out.write(std::mem::replace(&mut buf, Vec::with_capacity(WRITE_CHUNK)))
-                        .await?;
-                }
-            }
-            out.write(buf).await?;
-            let n = out.finish().await?;
-            if let Some(e) = expected {
-                if n != e {
-                    bail!("GET {}: got {n} bytes, content-length {e}", req.uri);
-                }
-            }
-            log_done(&req.uri, n, start);
+        for url in &plan.downloads {
+            let t = Transfer::new(url, &shared.downloads)?;
+            tasks.spawn(get_h3(send_request.clone(), t));
         }
-        Ok(())
+        for url in &plan.uploads {
+            let t = Transfer::new(url, &shared.uploads)?;
+            tasks.spawn(put_h3(send_request.clone(), t));
+        }
+        join_all(&mut tasks).await
     }
     .await;
+    tasks.abort_all();
     drop(send_request);
     drive.abort();
     result
 }
 
-fn log_done(uri: &http::Uri, bytes: u64, start: Instant) {
+async fn get_h3(mut send_request: H3Sender, t: Transfer) -> Result<()> {
+    let start = Instant::now();
+    let mut stream = send_request
+        .send_request(http::Request::get(t.uri.clone()).body(())?)
+        .await
+        .with_context(|| format!("GET {}", t.uri))?;
+    stream.finish().await?;
+    let resp = stream
+        .recv_response()
+        .await
+        .with_context(|| format!("GET {}", t.uri))?;
+    if resp.status() != http::StatusCode::OK {
+        bail!("GET {}: status {}", t.uri, resp.status());
+    }
+    let expected: Option<u64> = resp
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let mut out = ChunkWriter::create(&t.file, WRITE_CHUNK)?;
+    while let Some(data) = stream
+        .recv_data()
+        .await
+        .with_context(|| format!("GET {}: after {} bytes", t.uri, out.received()))?
+    {
+        out.push(data).await?;
+    }
+    let n = out.finish().await?;
+    if let Some(e) = expected.filter(|e| *e != n) {
+        bail!("GET {}: got {n} bytes, content-length {e}", t.uri);
+    }
+    log_done("GET", &t.uri, n, start);
+    Ok(())
+}
+
+/// PUT of the file with its content-length, in IO_CHUNK pieces read one ahead; done when
+/// the server's 200 came (it answers after it closed the file).
+async fn put_h3(mut send_request: H3Sender, t: Transfer) -> Result<()> {
+    let start = Instant::now();
+    let mut file =
+        ChunkReader::open(&t.file).with_context(|| format!("opening {}", t.file.display()))?;
+    let req = http::Request::put(t.uri.clone())
+        .header(http::header::CONTENT_LENGTH, file.len)
+        .body(())?;
+    let mut stream = send_request
+        .send_request(req)
+        .await
+        .with_context(|| format!("PUT {}", t.uri))?;
+    let mut sent = 0u64;
+    while let Some(chunk) = file.next().await? {
+        let n = chunk.len() as u64;
+        stream
+            .send_data(chunk)
+            .await
+            .with_context(|| format!("PUT {}: after {sent} bytes", t.uri))?;
+        sent += n;
+    }
+    stream.finish().await?;
+    let resp = stream
+        .recv_response()
+        .await
+        .with_context(|| format!("PUT {}: response", t.uri))?;
+    if resp.status() != http::StatusCode::OK {
+        bail!("PUT {}: status {}", t.uri, resp.status());
+    }
+    while stream.recv_data().await?.is_some() {}
+    log_done("PUT", &t.uri, sent, start);
+    Ok(())
+}
+
+fn log_done(method: &str, uri: &http::Uri, bytes: u64, start: Instant) {
     let d = start.elapsed().as_secs_f64();
     eprintln!(
-        "quinn client: GET {uri}: {bytes} bytes in {d:.3} s ({:.1} Mbit/s)",
+        "quinn client: {method} {uri}: {bytes} bytes in {d:.3} s ({:.1} Mbit/s)",
         bytes as f64 * 8.0 / d.max(1e-9) / 1e6
     );
-}
-
-/// Writes a download to disk on the blocking pool, one buffer in flight while the next fills.
-struct ChunkWriter {
-    file: Option<std::fs::File>,
-    pending: Option<JoinHandle<std::io::Result<std::fs::File>>>,
-    total: u64,
-    path: PathBuf,
-}
-
-impl ChunkWriter {
-    fn create(path: &Path) -> Result<Self> {
-        let file =
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(ChunkWriter {
-            file: Some(file),
-            pending: None,
-            total: 0,
-            path: path.to_path_buf(),
-        })
-    }
-
-    async fn wait(&mut self) -> Result<()> {
-        if let Some(h) = self.pending.take() {
-            let f = h
-                .await
-                .context("writer task")?
-                .with_context(|| format!("writing {}", self.path.display()))?;
-            self.file = Some(f);
-        }
-        Ok(())
-    }
-
-    async fn write(&mut self, buf: Vec<u8>) -> Result<()> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        self.wait().await?;
-        let mut f = self.file.take().expect("file present after wait");
-        self.total += buf.len() as u64;
-        self.pending = Some(tokio::task::spawn_blocking(move || {
-            f.write_all(&buf)?;
-            Ok(f)
-        }));
-        Ok(())
-    }
-
-    async fn finish(mut self) -> Result<u64> {
-        self.wait().await?;
-        Ok(self.total)
-    }
 }
 
 /// Verifies the server certificate against $CERTS/ca.pem. The runner's certificate is

@@ -1,9 +1,8 @@
 //! quinn interop server: serves the files in $WWW on $IP:$PORT over HTTP/3 (h3 + h3-quinn) or
 //! hq-interop (HTTP/0.9 on raw bidirectional streams), following quinn's examples/server.rs and
-//! h3's examples/server.rs, until SIGTERM.
+//! h3's examples/server.rs, until SIGTERM. An HTTP/3 PUT writes its body to $UPLOADS/<name>.
 
 use std::{
-    os::unix::fs::FileExt,
     path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, Instant},
@@ -12,6 +11,7 @@ use std::{
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use h3::server::RequestResolver;
+use http::StatusCode;
 use quinn::{
     crypto::rustls::QuicServerConfig,
     rustls::{
@@ -22,11 +22,26 @@ use quinn::{
 };
 use tokio::{
     signal::unix::{signal, SignalKind},
-    task::JoinHandle,
+    time::MissedTickBehavior,
 };
 
-use qir_harness::www_file;
-use qir_quinn as common;
+use qir_harness::{upload_file, www_file, Workload, EXIT_UNSUPPORTED};
+use qir_quinn::{self as common, ChunkReader, ChunkWriter};
+
+type H3Resolver = RequestResolver<h3_quinn::Connection, Bytes>;
+type H3Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// How long a PUT body may pause before its buffered part (up to IO_CHUNK) goes to the file. A
+/// client stopped at a duration may vanish without a CONNECTION_CLOSE or RESET_STREAM (killed by
+/// SIGINT, or a close lost), and the runner hashes the file soon after the client ended: it
+/// then holds all that arrived.
+const IDLE_FLUSH: Duration = Duration::from_millis(10);
+
+/// Where requests read and write: GET from WWW, PUT to UPLOADS (None: not set, PUT refused).
+struct Dirs {
+    www: PathBuf,
+    uploads: Option<PathBuf>,
+}
 
 fn main() {
     common::init_logging();
@@ -38,10 +53,15 @@ fn main() {
 
 #[tokio::main]
 async fn run() -> Result<()> {
+    let alpn = common::alpn()?;
+    if let Some(why) = Workload::from_env()?.unsupported_over(&alpn) {
+        eprintln!("quinn server: {why}");
+        std::process::exit(EXIT_UNSUPPORTED);
+    }
     let addr = qir_harness::listen_addr()?;
     let www = PathBuf::from(common::env_required("WWW")?);
     let certs = PathBuf::from(common::env_required("CERTS")?);
-    let alpn = common::alpn()?;
+    let uploads = qir_harness::env_opt("UPLOADS").map(PathBuf::from);
 
     let cert_chain = CertificateDer::pem_file_iter(certs.join("cert.pem"))
         .context("reading cert.pem")?
@@ -70,13 +90,19 @@ async fn run() -> Result<()> {
         Arc::new(TokioRuntime),
     )?;
     common::after_endpoint(dup, "server")?;
+    let put_to = uploads
+        .as_ref()
+        .map_or("nowhere (UPLOADS not set)".into(), |p| {
+            p.display().to_string()
+        });
     eprintln!(
-        "quinn server: serving {} on {addr} ({alpn}, {cipher_desc}, congestion control {})",
+        "quinn server: serving {} on {addr} ({alpn}, {cipher_desc}, congestion control {}), \
+         PUT to {put_to}",
         www.display(),
-        common::congestion_choice()
+        common::congestion_choice(),
     );
+    let dirs = Arc::new(Dirs { www, uploads });
 
-    let www: Arc<Path> = Arc::from(www);
     let alpn: Arc<str> = Arc::from(alpn);
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -86,9 +112,9 @@ async fn run() -> Result<()> {
                 let Some(incoming) = incoming else { break };
                 match accept(incoming, &base) {
                     Ok(connecting) => {
-                        let (www, alpn) = (www.clone(), alpn.clone());
+                        let (dirs, alpn) = (dirs.clone(), alpn.clone());
                         tokio::spawn(async move {
-                            if let Err(e) = handle_connection(connecting, www, alpn).await {
+                            if let Err(e) = handle_connection(connecting, dirs, alpn).await {
                                 eprintln!("quinn server: connection failed: {e:#}");
                             }
                         });
@@ -126,7 +152,7 @@ fn accept(incoming: Incoming, base: &ServerConfig) -> Result<quinn::Connecting> 
 
 async fn handle_connection(
     connecting: quinn::Connecting,
-    www: Arc<Path>,
+    dirs: Arc<Dirs>,
     alpn: Arc<str>,
 ) -> Result<()> {
     let conn = connecting.await.context("handshake")?;
@@ -138,9 +164,9 @@ async fn handle_connection(
         loop {
             match conn.accept_bi().await {
                 Ok((send, recv)) => {
-                    let www = www.clone();
+                    let dirs = dirs.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = serve_hq(www, send, recv).await {
+                        if let Err(e) = serve_hq(&dirs.www, send, recv).await {
                             eprintln!("quinn server: hq request failed: {e:#}");
                         }
                     });
@@ -157,9 +183,9 @@ async fn handle_connection(
         loop {
             match h3_conn.accept().await {
                 Ok(Some(resolver)) => {
-                    let www = www.clone();
+                    let dirs = dirs.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = serve_h3(resolver, www).await {
+                        if let Err(e) = serve_h3(resolver, &dirs).await {
                             eprintln!("quinn server: h3 request failed: {e:#}");
                         }
                     });
@@ -178,67 +204,16 @@ async fn handle_connection(
     Ok(())
 }
 
-/// Reads a file in IO_CHUNK pieces with pread on the blocking pool, one chunk ahead of the
-/// consumer, so disk reads overlap with sending.
-struct ChunkReader {
-    file: Arc<std::fs::File>,
-    offset: u64,
-    len: u64,
-    next: Option<JoinHandle<std::io::Result<Bytes>>>,
-}
-
-impl ChunkReader {
-    fn open(path: &Path) -> std::io::Result<Self> {
-        let file = std::fs::File::open(path)?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        let mut r = ChunkReader {
-            file: Arc::new(file),
-            offset: 0,
-            len: meta.len(),
-            next: None,
-        };
-        r.next = r.spawn();
-        Ok(r)
-    }
-
-    fn spawn(&mut self) -> Option<JoinHandle<std::io::Result<Bytes>>> {
-        if self.offset >= self.len {
-            return None;
-        }
-        let n = (self.len - self.offset).min(common::IO_CHUNK as u64) as usize;
-        let (file, off) = (self.file.clone(), self.offset);
-        self.offset += n as u64;
-        Some(tokio::task::spawn_blocking(move || {
-            let mut buf = vec![0u8; n];
-            file.read_exact_at(&mut buf, off)?;
-            Ok(Bytes::from(buf))
-        }))
-    }
-
-    /// The next chunk, or None at the end of the file.
-    async fn next(&mut self) -> Result<Option<Bytes>> {
-        let Some(h) = self.next.take() else {
-            return Ok(None);
-        };
-        let chunk = h.await.context("reader task")?.context("reading file")?;
-        self.next = self.spawn();
-        Ok(Some(chunk))
-    }
-}
-
 /// hq-interop: "GET /path\r\n" + FIN in, raw file bytes + FIN out.
 async fn serve_hq(
-    www: Arc<Path>,
+    www: &Path,
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
 ) -> Result<()> {
     let req = recv.read_to_end(8192).await.context("reading request")?;
     let path = qir_harness::hq_request_path(&req).map_err(|e| anyhow!(e))?;
     let start = Instant::now();
-    let file = match www_file(&www, path) {
+    let file = match www_file(www, path) {
         Some(p) => ChunkReader::open(&p).with_context(|| format!("opening {}", p.display())),
         None => Err(anyhow!("bad path {path:?}")),
     };
@@ -258,32 +233,33 @@ async fn serve_hq(
     send.finish().context("finishing stream")?;
     // Keep the stream until the peer has it all (or the connection ends), for an honest log line.
     let _ = send.stopped().await;
-    log_done("hq", path, sent, start);
+    log_done("hq GET", path, sent, start);
     Ok(())
 }
 
-/// h3: GET request, 200 with content-length and the file, or 404.
-async fn serve_h3<C>(resolver: RequestResolver<C, Bytes>, www: Arc<Path>) -> Result<()>
-where
-    C: h3::quic::Connection<Bytes>,
-{
+/// h3: GET from WWW, PUT to UPLOADS, anything else 405.
+async fn serve_h3(resolver: H3Resolver, dirs: &Dirs) -> Result<()> {
     let (req, mut stream) = resolver.resolve_request().await?;
-    let path = req.uri().path().to_string();
+    match *req.method() {
+        http::Method::GET => serve_get(&req, stream, &dirs.www).await,
+        http::Method::PUT => receive_put(&req, stream, dirs.uploads.as_deref()).await,
+        _ => {
+            respond(&mut stream, StatusCode::METHOD_NOT_ALLOWED).await?;
+            bail!("{} {}: method not allowed", req.method(), req.uri().path());
+        }
+    }
+}
+
+/// GET: 200 with content-length and the file, or 404.
+async fn serve_get(req: &http::Request<()>, mut stream: H3Stream, www: &Path) -> Result<()> {
+    let path = req.uri().path();
     let start = Instant::now();
-    let file = match www_file(&www, &path) {
-        Some(p) if req.method() == http::Method::GET => ChunkReader::open(&p).ok(),
-        _ => None,
-    };
-    let Some(mut file) = file else {
-        let resp = http::Response::builder()
-            .status(http::StatusCode::NOT_FOUND)
-            .body(())?;
-        stream.send_response(resp).await?;
-        stream.finish().await?;
-        bail!("{} {path}: not found", req.method());
+    let Some(mut file) = www_file(www, path).and_then(|p| ChunkReader::open(&p).ok()) else {
+        respond(&mut stream, StatusCode::NOT_FOUND).await?;
+        bail!("GET {path}: not found");
     };
     let resp = http::Response::builder()
-        .status(http::StatusCode::OK)
+        .status(StatusCode::OK)
         .header(http::header::CONTENT_LENGTH, file.len)
         .body(())?;
     stream.send_response(resp).await?;
@@ -293,14 +269,86 @@ where
         stream.send_data(chunk).await.context("sending")?;
     }
     stream.finish().await?;
-    log_done("h3", &path, sent, start);
+    log_done("h3 GET", path, sent, start);
     Ok(())
 }
 
-fn log_done(proto: &str, path: &str, bytes: u64, start: Instant) {
+/// PUT: the body goes to $UPLOADS/<name> as it arrives (in IO_CHUNK pieces, and what is
+/// buffered when it pauses); once the file is closed, 200 with an empty body. A body cut short
+/// leaves what arrived. 403 for a name that is not a plain file name, or without UPLOADS.
+async fn receive_put(
+    req: &http::Request<()>,
+    mut stream: H3Stream,
+    uploads: Option<&Path>,
+) -> Result<()> {
+    let path = req.uri().path();
+    let Some(target) = uploads.and_then(|dir| upload_file(dir, path)) else {
+        respond(&mut stream, StatusCode::FORBIDDEN).await?;
+        bail!(
+            "PUT {path}: not a file name below UPLOADS (UPLOADS set: {})",
+            uploads.is_some()
+        );
+    };
+    let expected: Option<u64> = req
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let start = Instant::now();
+    let mut out = ChunkWriter::create(&target, common::IO_CHUNK)?;
+    let body = receive_body(&mut stream, &mut out).await;
+    // closes the file, also when the body was cut short: what arrived stays
+    let n = out.finish().await?;
+    body.with_context(|| format!("PUT {path}: cut short after {n} bytes"))?;
+    if let Some(e) = expected.filter(|e| *e != n) {
+        respond(&mut stream, StatusCode::BAD_REQUEST).await?;
+        bail!("PUT {path}: got {n} bytes, content-length {e}");
+    }
+    respond(&mut stream, StatusCode::OK).await?;
+    log_done("h3 PUT", path, n, start);
+    Ok(())
+}
+
+/// Receives the body into `out`; a body that pauses for IDLE_FLUSH has its buffered part
+/// written out (see there).
+async fn receive_body(stream: &mut H3Stream, out: &mut ChunkWriter) -> Result<()> {
+    let mut tick = tokio::time::interval(IDLE_FLUSH);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut arrived = false; // since the last tick
+    loop {
+        tokio::select! {
+            biased;
+            data = stream.recv_data() => match data? {
+                Some(data) => {
+                    out.push(data).await?;
+                    arrived = true;
+                }
+                None => return Ok(()),
+            },
+            _ = tick.tick() => {
+                if !arrived {
+                    out.flush().await?;
+                }
+                arrived = false;
+            }
+        }
+    }
+}
+
+/// A response without body.
+async fn respond(stream: &mut H3Stream, status: StatusCode) -> Result<()> {
+    let resp = http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_LENGTH, 0)
+        .body(())?;
+    stream.send_response(resp).await?;
+    stream.finish().await?;
+    Ok(())
+}
+
+fn log_done(what: &str, path: &str, bytes: u64, start: Instant) {
     let d = start.elapsed();
     eprintln!(
-        "quinn server: {proto} GET {path}: {bytes} bytes in {:.3} s ({:.1} Mbit/s)",
+        "quinn server: {what} {path}: {bytes} bytes in {:.3} s ({:.1} Mbit/s)",
         d.as_secs_f64(),
         bytes as f64 * 8.0 / d.as_secs_f64().max(1e-9) / 1e6
     );

@@ -8,6 +8,9 @@
 //!   [`env_bytes`], [`listen_addr`]) and the URLs in `REQUESTS` ([`RequestUrl`]);
 //! - serving `WWW`: which file a request names ([`www_file`]) and the path of an hq-interop
 //!   request ([`hq_request_path`]);
+//! - the workload (`WORKLOAD`, `STREAMS`, `CONNECTIONS`: [`Workload`]), the client's requests
+//!   per connection ([`client_plan`], [`plan_connections`]) and where an upload lands
+//!   ([`upload_file`], [`upload_name_ok`]);
 //! - the names of the protocols and TLS 1.3 cipher suites the runner passes ([`ALPN_H3`],
 //!   [`ALPN_HQ_INTEROP`], [`cipher`]) and the hex form of connection IDs ([`hex`]).
 //!
@@ -422,6 +425,289 @@ pub fn hq_request_path(request: &[u8]) -> Result<&str, String> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Workloads (WORKLOAD, STREAMS, CONNECTIONS, UPLOAD_REQUESTS, UPLOADS)
+
+/// The exit status that tells the runner "unsupported" (recorded as such, not as failed).
+pub const EXIT_UNSUPPORTED: i32 = 127;
+
+/// The one-line reason a workload with uploads cannot run over hq-interop.
+pub const HQ_NO_BODY: &str = "hq-interop requests carry no body";
+
+/// Which way a workload's data go (`WORKLOAD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// GET: the server sends (the default, also for an empty `WORKLOAD`).
+    Download,
+    /// PUT: the client sends.
+    Upload,
+    /// Both at once, each on streams of its own.
+    Bidirectional,
+}
+
+impl WorkloadKind {
+    /// `WORKLOAD` as the runner passes it; "" (a QIR image's run) is a download.
+    pub fn parse(value: &str) -> Result<Self, EnvError> {
+        match value.trim() {
+            "" | "download" => Ok(Self::Download),
+            "upload" => Ok(Self::Upload),
+            "bidirectional" => Ok(Self::Bidirectional),
+            other => Err(EnvError::Invalid {
+                name: "WORKLOAD".into(),
+                value: other.into(),
+                reason: "not download, upload or bidirectional".into(),
+            }),
+        }
+    }
+
+    /// The runner's name of the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Download => "download",
+            Self::Upload => "upload",
+            Self::Bidirectional => "bidirectional",
+        }
+    }
+
+    /// Whether the client GETs (`REQUESTS`).
+    pub fn downloads(self) -> bool {
+        self != Self::Upload
+    }
+
+    /// Whether the client PUTs (`UPLOAD_REQUESTS`).
+    pub fn uploads(self) -> bool {
+        self != Self::Download
+    }
+}
+
+/// A run's workload: its kind, the concurrent streams per connection and direction, and the
+/// client's parallel connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    pub streams: usize,
+    pub connections: usize,
+}
+
+impl Default for Workload {
+    /// The QUIC Interop Runner's only workload: one download on one stream of one connection.
+    fn default() -> Self {
+        Workload {
+            kind: WorkloadKind::Download,
+            streams: 1,
+            connections: 1,
+        }
+    }
+}
+
+impl Workload {
+    /// `WORKLOAD`, `STREAMS` and `CONNECTIONS` (unset or empty: download, 1, 1).
+    pub fn from_env() -> Result<Self, EnvError> {
+        Self::parse(
+            &env_or_empty("WORKLOAD"),
+            &env_or_empty("STREAMS"),
+            &env_or_empty("CONNECTIONS"),
+        )
+    }
+
+    /// The workload of these three values (see [`Workload::from_env`]).
+    pub fn parse(kind: &str, streams: &str, connections: &str) -> Result<Self, EnvError> {
+        Ok(Workload {
+            kind: WorkloadKind::parse(kind)?,
+            streams: parse_count("STREAMS", streams)?,
+            connections: parse_count("CONNECTIONS", connections)?,
+        })
+    }
+
+    /// How many transfers each direction the workload moves has (URLs in each list).
+    pub fn transfers(&self) -> usize {
+        self.streams * self.connections
+    }
+
+    /// Why the workload cannot run over `alpn` (None: it can): hq-interop (HTTP/0.9) has no
+    /// request body, so there is no upload over it.
+    pub fn unsupported_over(&self, alpn: &str) -> Option<String> {
+        (alpn == ALPN_HQ_INTEROP && self.kind.uploads()).then(|| {
+            format!(
+                "unsupported workload '{}' over {alpn}: {HQ_NO_BODY}",
+                self.kind.name()
+            )
+        })
+    }
+}
+
+/// STREAMS, CONNECTIONS: a whole number of at least 1 ("" is 1).
+fn parse_count(name: &str, value: &str) -> Result<usize, EnvError> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Ok(1);
+    }
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(EnvError::Invalid {
+            name: name.into(),
+            value: value.into(),
+            reason: "not a whole number >= 1".into(),
+        }),
+    }
+}
+
+/// Why the client's requests do not fit the workload (or a URL is unusable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError(pub String);
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+impl From<EnvError> for PlanError {
+    fn from(e: EnvError) -> Self {
+        PlanError(e.to_string())
+    }
+}
+
+impl From<UrlError> for PlanError {
+    fn from(e: UrlError) -> Self {
+        PlanError(e.0)
+    }
+}
+
+/// What one client connection runs, all at once, each request on a stream of its own: its
+/// share of `REQUESTS` (GET) and of `UPLOAD_REQUESTS` (PUT).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionRequests {
+    /// The connection's number (from 0).
+    pub index: usize,
+    pub downloads: Vec<RequestUrl>,
+    pub uploads: Vec<RequestUrl>,
+}
+
+impl ConnectionRequests {
+    /// The request whose server (host, port, authority) the connection goes to: its first;
+    /// [`plan_connections`] checks that the others name the same server.
+    pub fn first(&self) -> &RequestUrl {
+        self.downloads
+            .first()
+            .or(self.uploads.first())
+            .expect("a planned connection has a request")
+    }
+
+    /// All its requests.
+    pub fn len(&self) -> usize {
+        self.downloads.len() + self.uploads.len()
+    }
+
+    /// Never true for a planned connection.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The client's workload and its connections, from the environment (`WORKLOAD`, `STREAMS`,
+/// `CONNECTIONS`, `REQUESTS`, `UPLOAD_REQUESTS`); see [`plan_connections`].
+pub fn client_plan() -> Result<(Workload, Vec<ConnectionRequests>), PlanError> {
+    let workload = Workload::from_env()?;
+    let downloads = parse_requests(&env_or_empty("REQUESTS"))?;
+    let uploads = parse_requests(&env_or_empty("UPLOAD_REQUESTS"))?;
+    let plan = plan_connections(&workload, downloads, uploads)?;
+    Ok((workload, plan))
+}
+
+/// Splits the URLs per connection: connection `c` gets the `STREAMS` requests from position
+/// `c * STREAMS` of each list the workload moves. Each list must hold `STREAMS x CONNECTIONS`
+/// URLs (the one a workload does not move none), each with a file name (an upload's a valid
+/// [`upload_name_ok`]), and the URLs of one connection must name one server. One exception
+/// keeps QIR's meaning of `REQUESTS`: with one stream on one connection, any number of
+/// downloads run on that connection.
+pub fn plan_connections(
+    w: &Workload,
+    downloads: Vec<RequestUrl>,
+    uploads: Vec<RequestUrl>,
+) -> Result<Vec<ConnectionRequests>, PlanError> {
+    let legacy = w.kind == WorkloadKind::Download && w.transfers() == 1 && !downloads.is_empty();
+    if !legacy {
+        check_count(w, "REQUESTS", downloads.len(), w.kind.downloads())?;
+    }
+    check_count(w, "UPLOAD_REQUESTS", uploads.len(), w.kind.uploads())?;
+    check_names(&downloads, &uploads)?;
+    let per_connection = if legacy { downloads.len() } else { w.streams };
+    let mut downloads = downloads.into_iter();
+    let mut uploads = uploads.into_iter();
+    let plan: Vec<ConnectionRequests> = (0..w.connections)
+        .map(|index| ConnectionRequests {
+            index,
+            downloads: downloads.by_ref().take(per_connection).collect(),
+            uploads: uploads.by_ref().take(w.streams).collect(),
+        })
+        .collect();
+    plan.iter().try_for_each(check_one_server)?;
+    Ok(plan)
+}
+
+/// A list holds STREAMS x CONNECTIONS URLs when its direction is moved, else none.
+fn check_count(w: &Workload, list: &str, len: usize, moved: bool) -> Result<(), PlanError> {
+    let want = if moved { w.transfers() } else { 0 };
+    if len == want {
+        return Ok(());
+    }
+    Err(PlanError(format!(
+        "{list} has {len} URL(s), workload {} with STREAMS={} x CONNECTIONS={} needs {want}",
+        w.kind.name(),
+        w.streams,
+        w.connections
+    )))
+}
+
+/// Every URL names a file (the download's name in DOWNLOADS, the upload's in UPLOADS).
+fn check_names(downloads: &[RequestUrl], uploads: &[RequestUrl]) -> Result<(), PlanError> {
+    let no_name = |u: &RequestUrl| PlanError(format!("URL {:?} has no file name", u.url));
+    if let Some(u) = downloads.iter().find(|u| u.file_name().is_none()) {
+        return Err(no_name(u));
+    }
+    match uploads
+        .iter()
+        .find(|u| !u.file_name().is_some_and(upload_name_ok))
+    {
+        Some(u) => Err(no_name(u)),
+        None => Ok(()),
+    }
+}
+
+/// The requests of one connection go to one server (that of its first request).
+fn check_one_server(c: &ConnectionRequests) -> Result<(), PlanError> {
+    let first = c.first();
+    let other = c
+        .downloads
+        .iter()
+        .chain(&c.uploads)
+        .find(|u| (&u.host, u.port) != (&first.host, first.port));
+    match other {
+        Some(u) => Err(PlanError(format!(
+            "connection {}: {:?} and {:?} name different servers",
+            c.index, first.url, u.url
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Whether `name` may name an uploaded file in `UPLOADS`: one plain path segment (not empty,
+/// no `/`, no `..`, not `.`, no NUL), so an upload never lands outside that directory.
+pub fn upload_name_ok(name: &str) -> bool {
+    !(name.is_empty() || name == "." || name.contains(['/', '\0']) || name.contains(".."))
+}
+
+/// The file below `uploads` that the path of a PUT request (`/name`, query and fragment
+/// ignored) names; None unless the name passes [`upload_name_ok`].
+pub fn upload_file(uploads: &Path, path: &str) -> Option<PathBuf> {
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let name = path.strip_prefix('/').unwrap_or(path);
+    upload_name_ok(name).then(|| uploads.join(name))
+}
+
+// ---------------------------------------------------------------------------------------------
 
 #[cfg(test)]
 mod tests {
@@ -767,6 +1053,162 @@ mod tests {
         assert_eq!(hq_request_path(b"GET  /f.bin HTTP/1.0\n"), Ok("/f.bin"));
         for bad in [&b"POST /f\r\n"[..], b"GET \r\n", b"", b"GET /\xff\r\n"] {
             assert!(hq_request_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn workload_values() {
+        assert_eq!(Workload::parse("", "", ""), Ok(Workload::default()));
+        let w = Workload::parse(" bidirectional ", "64", "16").unwrap();
+        assert_eq!(
+            (w.kind, w.streams, w.connections, w.transfers()),
+            (WorkloadKind::Bidirectional, 64, 16, 1024)
+        );
+        assert_eq!(
+            Workload::parse("upload", "1", "").unwrap().kind,
+            WorkloadKind::Upload
+        );
+        for (kind, down, up) in [
+            (WorkloadKind::Download, true, false),
+            (WorkloadKind::Upload, false, true),
+            (WorkloadKind::Bidirectional, true, true),
+        ] {
+            assert_eq!((kind.downloads(), kind.uploads()), (down, up));
+            assert_eq!(WorkloadKind::parse(kind.name()), Ok(kind));
+        }
+        for (kind, streams, conns) in [
+            ("push", "1", "1"),
+            ("", "0", "1"),
+            ("", "1", "-1"),
+            ("", "two", "1"),
+            ("", "1", "1.5"),
+        ] {
+            assert!(
+                Workload::parse(kind, streams, conns).is_err(),
+                "{kind} {streams} {conns}"
+            );
+        }
+        let err = Workload::parse("", "0", "").unwrap_err().to_string();
+        assert_eq!(err, "STREAMS=\"0\": not a whole number >= 1");
+    }
+
+    #[test]
+    fn workload_over_hq_interop() {
+        let w = |kind| Workload {
+            kind,
+            ..Workload::default()
+        };
+        assert_eq!(
+            w(WorkloadKind::Download).unsupported_over("hq-interop"),
+            None
+        );
+        assert_eq!(w(WorkloadKind::Upload).unsupported_over("h3"), None);
+        assert_eq!(
+            w(WorkloadKind::Upload)
+                .unsupported_over("hq-interop")
+                .unwrap(),
+            "unsupported workload 'upload' over hq-interop: hq-interop requests carry no body"
+        );
+        assert!(w(WorkloadKind::Bidirectional)
+            .unsupported_over("hq-interop")
+            .is_some());
+    }
+
+    fn urls(names: &[&str]) -> Vec<RequestUrl> {
+        names
+            .iter()
+            .map(|n| RequestUrl::parse(&format!("https://10.0.0.1:4433/{n}")).unwrap())
+            .collect()
+    }
+
+    fn names(list: &[RequestUrl]) -> Vec<&str> {
+        list.iter().map(|u| u.file_name().unwrap()).collect()
+    }
+
+    #[test]
+    fn plan_splits_per_connection() {
+        let w = Workload::parse("bidirectional", "2", "3").unwrap();
+        let down = urls(&["d1", "d2", "d3", "d4", "d5", "d6"]);
+        let up = urls(&["u1", "u2", "u3", "u4", "u5", "u6"]);
+        let plan = plan_connections(&w, down, up).unwrap();
+        assert_eq!(plan.len(), 3);
+        for (c, conn) in plan.iter().enumerate() {
+            assert_eq!(conn.index, c);
+            let (a, b) = (2 * c + 1, 2 * c + 2);
+            assert_eq!(names(&conn.downloads), [format!("d{a}"), format!("d{b}")]);
+            assert_eq!(names(&conn.uploads), [format!("u{a}"), format!("u{b}")]);
+            assert_eq!((conn.len(), conn.first().port), (4, 4433));
+        }
+
+        let w = Workload::parse("upload", "4", "2").unwrap();
+        let up = urls(&["a", "b", "c", "d", "e", "f", "g", "h"]);
+        let plan = plan_connections(&w, vec![], up).unwrap();
+        assert_eq!(names(&plan[1].uploads), ["e", "f", "g", "h"]);
+        assert!(plan[1].downloads.is_empty());
+        assert_eq!(plan[1].first().file_name(), Some("e"));
+    }
+
+    #[test]
+    fn plan_default_and_legacy_requests() {
+        let w = Workload::default();
+        let plan = plan_connections(&w, urls(&["f.bin"]), vec![]).unwrap();
+        assert_eq!(plan.len(), 1);
+        assert_eq!(names(&plan[0].downloads), ["f.bin"]);
+        // QIR's REQUESTS: several URLs on the one connection
+        let plan = plan_connections(&w, urls(&["a", "b", "c"]), vec![]).unwrap();
+        assert_eq!(names(&plan[0].downloads), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn plan_refuses_what_does_not_fit() {
+        let w = |k, s, c| Workload::parse(k, s, c).unwrap();
+        let err = |w: Workload, d: &[&str], u: &[&str]| {
+            plan_connections(&w, urls(d), urls(u)).unwrap_err().0
+        };
+        assert_eq!(
+            err(w("download", "2", "2"), &["a", "b", "c"], &[]),
+            "REQUESTS has 3 URL(s), workload download with STREAMS=2 x CONNECTIONS=2 needs 4"
+        );
+        assert_eq!(
+            err(w("", "", ""), &[], &[]),
+            "REQUESTS has 0 URL(s), workload download with STREAMS=1 x CONNECTIONS=1 needs 1"
+        );
+        assert!(err(w("download", "", ""), &["a"], &["b"]).starts_with("UPLOAD_REQUESTS has 1"));
+        assert!(err(w("upload", "", ""), &["a"], &["b"]).starts_with("REQUESTS has 1"));
+        assert!(err(w("bidirectional", "2", ""), &["a", "b"], &["c"]).starts_with("UPLOAD_"));
+        assert!(err(w("upload", "", ""), &[], &[""]).contains("has no file name"));
+        assert!(err(w("upload", "", ""), &[], &["a..b"]).contains("has no file name"));
+        assert!(err(w("download", "", ""), &["d/"], &[]).contains("has no file name"));
+
+        let two_servers = vec![
+            RequestUrl::parse("https://10.0.0.1:4433/a").unwrap(),
+            RequestUrl::parse("https://10.0.0.2:4433/b").unwrap(),
+        ];
+        let e = plan_connections(&w("download", "2", ""), two_servers.clone(), vec![]);
+        assert!(e.unwrap_err().0.contains("name different servers"));
+        // one server per connection, not per run
+        assert!(plan_connections(&w("download", "1", "2"), two_servers, vec![]).is_ok());
+    }
+
+    #[test]
+    fn upload_names() {
+        for ok in ["file-52428800.bin", "f-1of8.bin", ".hidden", "a.b"] {
+            assert!(upload_name_ok(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "/x", "a..b", "x\0"] {
+            assert!(!upload_name_ok(bad), "{bad:?}");
+        }
+        let dir = Path::new("/srv/uploads");
+        assert_eq!(
+            upload_file(dir, "/f-1of8.bin?x=1#y"),
+            Some(PathBuf::from("/srv/uploads/f-1of8.bin"))
+        );
+        assert_eq!(
+            upload_file(dir, "f.bin"),
+            Some(PathBuf::from("/srv/uploads/f.bin"))
+        );
+        for bad in ["/", "//f", "/d/f", "/..", "/../f", "/.", ""] {
+            assert_eq!(upload_file(dir, bad), None, "{bad}");
         }
     }
 
