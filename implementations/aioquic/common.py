@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+from dataclasses import dataclass
 
 from aioquic.h3.connection import H3_ALPN
 from aioquic.quic.configuration import QuicConfiguration
@@ -18,6 +19,11 @@ CHUNK = 64 * 1024
 # Stream/connection flow-control windows we advertise (aioquic's default is 1 MiB).
 MAX_STREAM_DATA = 16 * 2**20
 MAX_DATA = 32 * 2**20
+# What one connection's sending streams may hold unsent or unacknowledged, all together; a
+# single stream gets all of it (as before workloads), STREAMS streams an equal share each, so
+# memory stays bounded with 64 streams as it is with one.
+SEND_BUDGET = 2 * MAX_STREAM_DATA
+WORKLOAD_KINDS = ("download", "upload", "bidirectional")
 
 
 def log(msg: str) -> None:
@@ -50,6 +56,55 @@ def configuration(is_client: bool) -> QuicConfiguration:
     return cfg
 
 
+@dataclass(frozen=True)
+class Workload:
+    """WORKLOAD, STREAMS and CONNECTIONS of the contract (docs/implementations.md, Workloads):
+    which way the bodies go, on how many streams per connection and direction, and on how
+    many parallel client connections."""
+
+    kind: str
+    streams: int
+    connections: int
+
+    @property
+    def downloads(self) -> bool:
+        return self.kind != "upload"
+
+    @property
+    def uploads(self) -> bool:
+        return self.kind != "download"
+
+
+def _whole(env: str) -> int:
+    """A count of the contract (empty: 1); not a whole number >= 1: exit 1, as
+    qir_check_workload does."""
+    value = os.environ.get(env) or "1"
+    if not value.isdigit() or int(value) < 1:
+        log(f"STREAMS and CONNECTIONS must be whole numbers >= 1, not {env}={value!r}")
+        sys.exit(1)
+    return int(value)
+
+
+def workload_from_env() -> Workload:
+    """The workload asked for; one this harness cannot run exits 127 ("unsupported")."""
+    kind = os.environ.get("WORKLOAD") or "download"
+    if kind not in WORKLOAD_KINDS:
+        log(f"unsupported workload {kind!r} (it runs: {', '.join(WORKLOAD_KINDS)})")
+        sys.exit(127)
+    workload = Workload(kind, _whole("STREAMS"), _whole("CONNECTIONS"))
+    # HTTP/0.9 has a request line and nothing else: nowhere to put an upload's body
+    if workload.uploads and os.environ.get("ALPN") == "hq-interop":
+        log(f"unsupported workload {kind} over hq-interop: hq-interop requests carry no body")
+        sys.exit(127)
+    return workload
+
+
+def high_water(streams: int) -> int:
+    """The send buffer one of ``streams`` concurrent streams may hold (a share of
+    SEND_BUDGET, at least a few chunks so that each stream keeps data in flight)."""
+    return max(4 * CHUNK, SEND_BUDGET // streams)
+
+
 class Backpressure:
     """Waits until a QUIC stream's send buffer (unsent + unacknowledged bytes) drains.
 
@@ -58,14 +113,23 @@ class Backpressure:
     every transmit (i.e. after each received datagram and timer), when ACKs may have freed room.
     """
 
-    def __init__(self, quic, high: int = 2 * MAX_STREAM_DATA) -> None:
+    def __init__(self, quic, high: int = SEND_BUDGET) -> None:  # type: ignore[no-untyped-def]
         self._quic = quic
         self._high = high
         self._event = asyncio.Event()
 
     def buffered(self, stream_id: int) -> int:
         stream = self._quic._streams.get(stream_id)  # aioquic has no public API for this
-        return 0 if stream is None else len(stream.sender._buffer)
+        # a reset stream (the peer's STOP_SENDING) sends nothing more: nothing to wait for
+        if stream is None or self.stopped(stream_id):
+            return 0
+        return len(stream.sender._buffer)
+
+    def stopped(self, stream_id: int) -> bool:
+        """The stream's sending part was reset (by us or the peer's STOP_SENDING): aioquic
+        refuses further writes."""
+        stream = self._quic._streams.get(stream_id)
+        return stream is not None and stream.sender._reset_error_code is not None
 
     def closed(self) -> bool:
         return self._quic._close_event is not None or self._quic._state in (

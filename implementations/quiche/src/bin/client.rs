@@ -638,7 +638,6 @@ impl Client {
         more
     }
 
-
     /// Prints the connection's statistics and ends it (dropping it flushes the qlog writer).
     fn outcome(self) -> Outcome {
         print_stats(&self.conn);
