@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from interop_runner.config.workload import Transfer, Workload
-from interop_runner.measure.transfers import Files, check, failure, receiver, sender
+from interop_runner.measure.transfers import (
+    Files,
+    check,
+    check_prefixes,
+    failure,
+    hash_landed,
+    receiver,
+    sender,
+    settle,
+)
+
+from .test_node_local import local_pair, needs_tools
 
 SIZE = 1000
 
@@ -44,3 +55,24 @@ def test_failure_names_the_first_failed_of_several():
     assert failure([bad]) == "size mismatch: expected 1000 bytes, got 1"
     assert failure([good, bad]) == ("1 of 2 transfers failed; first download b (connection 1, "
                                     "stream 0): size mismatch: expected 1000 bytes, got 1")
+
+
+# -- on a node (the local executor: real sh, stat, head and b3sum) ---------------------------
+@needs_tools
+def test_landed_files_are_hashed_and_stopped_ones_checked_as_prefixes(tmp_path):
+    node, _ = local_pair(tmp_path / "nodes")
+    source = tmp_path / "source.bin"
+    source.write_bytes(bytes(range(256)) * 64)  # 16 KiB
+    good, bad = tmp_path / "good.bin", tmp_path / "bad.bin"
+    good.write_bytes(source.read_bytes()[:5000])
+    bad.write_bytes(b"x" + source.read_bytes()[1:5000])
+    paths = [str(good), str(bad), str(tmp_path / "gone.bin")]
+    settle(node, paths)
+    landed = hash_landed(node, paths, "blake3", 60)
+    assert landed[0] is not None and landed[0][0] == 5000 and landed[2] is None
+    batch = [Transfer("upload", 0, i, n) for i, n in enumerate(("good.bin", "bad.bin", "gone"))]
+    recs = check_prefixes(node, str(source), batch, landed, 16384, "blake3", 60)
+    assert [(r.verified, r.bytes) for r in recs] == [("prefix", 5000), (None, 5000), (None, None)]
+    assert recs[1].reason == "the 5000 bytes of bad.bin differ from its source's first 5000"
+    assert recs[2].reason == "stopped at its duration with no gone"
+    node.close()

@@ -147,3 +147,11 @@ def test_receiver_parameters_of_the_client_are_refused_for_an_upload(param, valu
 def test_a_bidirectional_workload_over_a_path_is_refused():
     with pytest.raises(ValidationError, match="bidirectional workload over `path`"):
         config(path={"rate": "20mbit", "rtt": "50ms"}, workload={"kind": "bidirectional"})
+
+
+def test_a_duration_carries_its_unit_and_bounds_the_client_timeout():
+    cfg = config(file_size="8GiB", workload={"kind": "upload", "duration": "10s"})
+    assert cfg.workload.duration == 10.0 and not cfg.workload.is_default
+    assert cfg.client_timeout() == 70.0
+    with pytest.raises(ValidationError, match="has no unit"):
+        config(workload={"duration": 10})

@@ -325,7 +325,9 @@ class CampaignConfig(Strict):
         """Client timeout: configured, else 60 s plus the transfer time at 50 Mbit/s."""
         if self.timeouts.client is not None:
             return self.timeouts.client
-        return 60.0 + self.transfer_bytes() * 8 / 50e6
+        at_rate = 60.0 + self.transfer_bytes() * 8 / 50e6
+        duration = self.workload.duration
+        return at_rate if duration is None else min(at_rate, 60.0 + duration)
 
 
 

@@ -384,6 +384,9 @@ def workload_unsupported(workload: Workload, server: ImplementationMeta,
     that kind, or that many streams or connections (its meta.yml ``workloads``)."""
     if workload.uploads and alpn in BODYLESS_ALPNS:
         return f"{alpn} requests carry no body: no {workload.kind} over {alpn}"
+    if workload.duration is not None and client.is_image:
+        return f"{client.name} runs as an image: a client image is not stopped at a " \
+               "workload's duration yet"
     return next((why for meta in (server, client)
                  if (why := meta.workloads.why_not(workload, meta.name)) is not None), None)
 

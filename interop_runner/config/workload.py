@@ -20,8 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from interop_runner.config.flows import parse_duration
 from interop_runner.config.strict import Strict
-from interop_runner.config.written import SIZE_UNITS, refuse_bare
+from interop_runner.config.written import SECONDS_UNITS, SIZE_UNITS, refuse_bare
 from interop_runner.units import positive_size
 
 WorkloadKind = Literal["download", "upload", "bidirectional"]
@@ -44,6 +45,9 @@ class Workload(Strict):
     kind: WorkloadKind = "download"
     # bytes each stream moves in each direction; None: the campaign's `file_size`
     size: int | None = None
+    # seconds after which the client is stopped (what moved by then counts, verified as a
+    # prefix); with a size, whichever comes first ends it. None: until the size is moved
+    duration: float | None = None
     streams: int = Field(1, ge=1, le=MAX_STREAMS)
     connections: int = Field(1, ge=1, le=MAX_CONNECTIONS)
 
@@ -52,6 +56,12 @@ class Workload(Strict):
     def _size(cls, value: Any, info: ValidationInfo) -> int | None:
         refuse_bare(value, info, SIZE_UNITS)
         return None if value is None else positive_size(value)
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, value: Any, info: ValidationInfo) -> float | None:
+        refuse_bare(value, info, SECONDS_UNITS)
+        return parse_duration(value)
 
     @property
     def directions(self) -> tuple[Direction, ...]:
@@ -71,7 +81,8 @@ class Workload(Strict):
     @property
     def is_default(self) -> bool:
         """One download on one stream of one connection: what a QIR image runs."""
-        return self.kind == "download" and self.streams == 1 and self.connections == 1
+        return self.kind == "download" and self.streams == 1 and self.connections == 1 \
+            and self.duration is None
 
     @property
     def label(self) -> str:

@@ -1,12 +1,11 @@
 """One measurement (attempt): start server, wait until ready, time the client, verify, clean up.
 
-The start and end timestamps are taken on the client node by a small bash wrapper around the
-client process (``$EPOCHREALTIME``, no fork), so SSH latency never enters the goodput.
+The client runs in the wrapper of :mod:`~interop_runner.measure.client_run`, which takes its
+start and end on the client node and stops it at the workload's duration.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from interop_runner.config.params import (
 )
 from interop_runner.config.workload import Direction, Workload
 from interop_runner.errors import ConnectError, ExecutorError, KnobError
+from interop_runner.measure.client_run import parse_client_run, wrapped
 from interop_runner.measure.container import ContainerSide, qir_testcase
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.measure.postprocess import process_handshake, process_pcaps, process_perf
@@ -29,11 +29,13 @@ from interop_runner.measure.side import Role, SidePlan
 from interop_runner.measure.transfers import (
     Files,
     check,
+    check_prefixes,
     failure,
     hash_landed,
     make_links,
     receiver,
     sender,
+    settle,
 )
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
@@ -42,20 +44,6 @@ from interop_runner.testbed.knobs import KnobState, NodeKnobs
 from interop_runner.testbed.node import Node
 from interop_runner.units import goodput_mbps
 
-# Client wrapper: $0 stdout file, $1 stderr file, $2 pidstat output file ("" = none), rest =
-# command. The client runs as a child so pidstat (same flags as monitors.samplers.pidstat_argv)
-# can follow its PID. Prints one JSON line, then
-# bash's `times` (its second line: user and system CPU time of the waited-for children, i.e.
-# the client and its descendants; pidstat is reaped only afterwards).
-_TIMED = (
-    'o=$0; e=$1; ps=$2; shift 2; s=$EPOCHREALTIME; "$@" </dev/null >"$o" 2>"$e" & c=$!; '
-    'if [ -n "$ps" ]; then S_TIME_FORMAT=ISO LC_ALL=C TZ=UTC pidstat -h -H -u -r -w -t -p "$c" 1 '
-    '>"$ps" 2>&1 & m=$!; fi; '
-    'wait "$c"; rc=$?; f=$EPOCHREALTIME; '
-    'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d, "pid": %d}\\n\' '
-    '"$s" "$f" "$rc" "$c"; times; '
-    'if [ -n "$ps" ]; then kill -INT "$m" 2>/dev/null; wait "$m"; fi; exit 0'
-)
 # Wait until the server listens on the port or its process has exited.
 _READY = (
     'exitf=$0; flag=$1; port=$2; '
@@ -101,6 +89,7 @@ class AttemptPlan:
     # also for the client's downloads ("" for an attempt of one pair)
     flow: str = ""
     workload: Workload = field(default_factory=Workload)
+    duration_s: float | None = None  # the workload's: the client is stopped then
     # the client's file to upload and its digest ("" when the workload has no upload)
     upload_name: str = ""
     upload_digest: str = ""
@@ -170,7 +159,8 @@ def new_record(plan: AttemptPlan, server: Node, client: Node) -> RunRecord:
         digest_expected=plan.file_digest if plan.workload.downloads else plan.upload_digest,
         monitors=dict(plan.monitors),
         workload={"kind": plan.workload.kind, "size_bytes": plan.file_size,
-                  "streams": plan.workload.streams, "connections": plan.workload.connections},
+                  "duration_s": plan.duration_s, "streams": plan.workload.streams,
+                  "connections": plan.workload.connections},
     )
 
 
@@ -216,18 +206,6 @@ def record_cleanup_failure(rec: RunRecord, exc: BaseException,
                       f"the transfer itself: {rec.reason or 'ok'}")
         rec.interrupted = True
     return abort or exc
-
-
-def epoch_ns(epoch_us: str) -> int:
-    """Nanoseconds since the epoch of bash's ``$EPOCHREALTIME`` (``1.5``, or ``1,5`` in a
-    locale with a decimal comma; always six digits of microseconds)."""
-    return int(epoch_us.replace(".", "").replace(",", "")) * 1000
-
-
-def times_seconds(times: str) -> float:
-    """'1m2.500s' (bash `times`) -> 62.5."""
-    minutes, _, rest = times.partition("m")
-    return int(minutes) * 60 + float(rest.rstrip("s"))
 
 
 class Attempt:
@@ -507,23 +485,24 @@ class Attempt:
         try:
             # tracked: a runner killed now leaves the group in the node's process journal
             res = node.executor.run_tracked(
-                ["bash", "-c", _TIMED, f"{self.client_logs}/client.stdout.log",
-                 f"{self.client_logs}/client.stderr.log", pidstat_out,
-                 *self._pinned("client", [f"{d}/run-client"])],
+                wrapped(f"{self.client_logs}/client.stdout.log",
+                        f"{self.client_logs}/client.stderr.log",
+                        self._pinned("client", [f"{d}/run-client"]), pidstat=pidstat_out,
+                        duration_s=p.duration_s),
                 timeout=p.client_timeout, env=env, cwd=d)
         except CommandTimeout:
             rec.status = "timeout"
             rec.reason = f"client did not finish within {p.client_timeout:g} s"
             return
-        out = res.stdout.strip().splitlines()
-        timing = json.loads(out[-3])
-        rec.start_ns, rec.end_ns = epoch_ns(timing["start_us"]), epoch_ns(timing["end_us"])
-        rec.duration_s = (rec.end_ns - rec.start_ns) / 1e9
-        rec.client.exit_code = int(timing["exit_code"])
-        rec.client.pid = int(timing["pid"])
-        user, _, system = out[-1].partition(" ")
-        rec.client.cpu_user_s, rec.client.cpu_system_s = times_seconds(user), times_seconds(system)
-        if rec.client.exit_code != 0:
+        run = parse_client_run(res.stdout)
+        if run is None:
+            rec.status, rec.reason = "failed", "the client's wrapper printed no outcome"
+            return
+        rec.start_ns, rec.end_ns, rec.duration_s = run.start_ns, run.end_ns, run.duration_s
+        rec.client.exit_code, rec.client.pid = run.exit_code, run.pid
+        rec.client.cpu_user_s, rec.client.cpu_system_s = run.cpu_user_s, run.cpu_system_s
+        rec.stopped_at_duration = run.stopped(p.duration_s)
+        if rec.client.exit_code != 0 and not rec.stopped_at_duration:
             err = node.run(["cat", f"{self.client_logs}/client.stderr.log"], check=False).stdout
             self._fail_exit("client", rec.client.exit_code, err)
             return
@@ -567,23 +546,32 @@ class Attempt:
         for direction in p.workload.directions:
             node = self.client if receiver(direction) == "client" else self.server
             batch = self.files.of(direction)
-            landed = hash_landed(node, [self.files.landed(t) for t in batch], p.hash_algorithm,
-                                 timeout=max(60.0, len(batch) * p.file_size / 100e6))
-            checked += [check(t, got, p.file_size, p.digest(direction), p.hash_algorithm)
-                        for t, got in zip(batch, landed)]
+            timeout = max(60.0, len(batch) * p.file_size / 100e6)
+            paths = [self.files.landed(t) for t in batch]
+            if rec.stopped_at_duration:
+                settle(node, paths)
+            landed = hash_landed(node, paths, p.hash_algorithm, timeout)
+            if rec.stopped_at_duration:  # what landed by then, against the source's start
+                source = self.client if sender(direction) == "client" else self.server
+                checked += check_prefixes(source, self.files.source(direction), batch, landed,
+                                          p.file_size, p.hash_algorithm, timeout)
+            else:
+                checked += [check(t, got, p.file_size, p.digest(direction), p.hash_algorithm)
+                            for t, got in zip(batch, landed)]
         rec.transfers = checked
         sizes = [t.bytes for t in checked if t.bytes is not None]
         rec.bytes_received = sum(sizes) if sizes else None
         if len(checked) == 1:
             rec.digest_received = checked[0].digest
-        rec.hash_ok = all(t.verified == "hash" for t in checked) if sizes else None
+        rec.hash_ok = all(t.verified is not None for t in checked) if sizes else None
         reason = failure(checked)
         if reason is not None:
             rec.status, rec.reason = "failed", reason
             return
         assert rec.duration_s is not None
         rec.status, rec.reason = "ok", None
-        moved = {d: len(self.files.of(d)) * p.file_size for d in p.workload.directions}
+        moved = {d: sum(t.bytes or 0 for t in checked if t.direction == d)
+                 for d in p.workload.directions}
         rec.goodput_mbps = goodput_mbps(sum(moved.values()), rec.duration_s)
         if "download" in moved:
             rec.goodput_down_mbps = goodput_mbps(moved["download"], rec.duration_s)

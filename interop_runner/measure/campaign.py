@@ -482,7 +482,8 @@ class Campaign:
             monitors={"server": dict(prepared.server_monitors.status),
                       "client": dict(prepared.client_monitors.status)},
             std_params=vcfg.params, variant=run.variant.id, axes=run.variant.as_dict(),
-            cell=run.cell, workload=vcfg.workload, upload_name=prepared.upload_name,
+            cell=run.cell, workload=vcfg.workload, duration_s=vcfg.workload.duration,
+            upload_name=prepared.upload_name,
             upload_digest=prepared.upload_digest,
         )
 

@@ -26,47 +26,22 @@ from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import (
     Attempt,
     AttemptPlan,
-    epoch_ns,
     exit_outcome,
     new_record,
     record_cleanup_failure,
     record_failure,
-    times_seconds,
 )
+from interop_runner.measure.client_run import KILL_AFTER_S, parse_client_run, wrapped
 from interop_runner.measure.container import ContainerSide
 from interop_runner.measure.monitor_session import NodeMonitors
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
 from interop_runner.storage.run_record import FlowRecord, RunRecord
-from interop_runner.testbed.files import HASH_COMMANDS
 from interop_runner.testbed.node import Node
 from interop_runner.units import goodput_mbps
 
-# $0 stdout file, $1 stderr file, $2 the start time (epoch µs, the client node's clock),
-# $3 the duration in s (0: until the command ends), $4 how long a client stopped at its
-# duration has to end before it is killed (s), the rest the command. Prints one JSON line,
-# then bash's `times` (CPU of the waited-for children: the client).
-_SCHEDULED = (
-    'o=$0; e=$1; at=$2; d=$3; k=$4; shift 4; now=${EPOCHREALTIME/[.,]/}; w=$((at - now)); '
-    'if [ "$w" -gt 0 ]; then sleep "$((w / 1000000)).$(printf %06d $((w % 1000000)))"; fi; '
-    's=$EPOCHREALTIME; '
-    'if [ "$d" != 0 ]; then timeout -s INT -k "$k" "$d" "$@" </dev/null >"$o" 2>"$e"; '
-    'else "$@" </dev/null >"$o" 2>"$e"; fi; rc=$?; f=$EPOCHREALTIME; '
-    'printf \'{"start_us": "%s", "end_us": "%s", "exit_code": %d}\\n\' "$s" "$f" "$rc"; times'
-)
 NOT_RUN = "not run: "  # the reason of a flow that did not run because another could not
-# timeout(1)'s status when it stopped the command at the duration (137: it had to kill it)
-_STOPPED = (124, 137)
-# $0 file, $1 hash command: "<size> <digest>" of the file, or "missing"
-_PARTIAL = 'if [ -f "$0" ]; then printf "%s " "$(stat -c %s -- "$0")"; "$1" <"$0"; ' \
-           'else echo missing; fi'
-# $0 file, $1 byte count, $2 hash command: the digest of the file's first $1 bytes
-_PREFIX = 'head -c "$1" -- "$0" | "$2"'
 _LEAD_S = 1.0  # the common start lies this far ahead of "now": every launch fits before it
-# A client stopped at its duration writes out what it holds (quic-go: its buffer) within
-# this; a container's attached command is killed sooner (the container is then stopped at
-# once), so one that ignores SIGINT as PID 1 overruns its duration by little.
-_KILL_AFTER_S = {"process": 5, "container": 2}
 # the sides of a kernel TCP reference flow in the record (an attempt of TCP flows only)
 KERNEL_TCP = ImplementationMeta(name="tcp", version="kernel", roles=["server", "client"],
                                 alpns=["tcp"], ready="tcp",
@@ -298,12 +273,11 @@ class FlowsAttempt:
         origin_us = int(float(now) * 1e6) + int((_LEAD_S + 0.05 * len(self.flows)) * 1e6)
         for run in self._running:
             at = origin_us + int(run.plan.flow.start * 1e6)
-            duration = f"{run.plan.duration_s:g}" if run.plan.duration_s else "0"
             argv, logs, cwd, env = self._client_command(run)
-            kill = _KILL_AFTER_S["container" if self._client_container(run) else "process"]
+            kill = KILL_AFTER_S["container" if self._client_container(run) else "process"]
             run.client = self.client.executor.start(
-                ["bash", "-c", _SCHEDULED, f"{logs}/client.stdout.log",
-                 f"{logs}/client.stderr.log", str(at), duration, str(kill), *argv],
+                wrapped(f"{logs}/client.stdout.log", f"{logs}/client.stderr.log", argv,
+                        start_us=at, duration_s=run.plan.duration_s, kill_after_s=kill),
                 stdout=f"{logs}/scheduled.log", stderr=f"{logs}/scheduled.err", env=env,
                 cwd=cwd)
 
@@ -352,17 +326,15 @@ class FlowsAttempt:
 
     def _client_outcome(self, run: _Running) -> None:
         assert run.client is not None
-        out = self.client.run(["cat", run.client.stdout], check=False).stdout.splitlines()
         rec = run.record
-        if len(out) < 3:
+        outcome = parse_client_run(self.client.run(["cat", run.client.stdout],
+                                                   check=False).stdout)
+        if outcome is None:
             rec.status, rec.reason = "failed", "the client's wrapper printed no outcome"
             return
-        timing = json.loads(out[-3])
-        rec.start_ns, rec.end_ns = epoch_ns(timing["start_us"]), epoch_ns(timing["end_us"])
-        code = int(timing["exit_code"])
-        rec.stopped_at_duration = code in _STOPPED and run.plan.duration_s is not None
-        user, _, system = out[-1].partition(" ")
-        cpu: tuple[float | None, float | None] = times_seconds(user), times_seconds(system)
+        rec.start_ns, rec.end_ns, code = outcome.start_ns, outcome.end_ns, outcome.exit_code
+        rec.stopped_at_duration = outcome.stopped(run.plan.duration_s)
+        cpu: tuple[float | None, float | None] = outcome.cpu_user_s, outcome.cpu_system_s
         container = self._client_container(run)
         if container is not None:
             cpu = self._container_ended(run, container)
@@ -405,33 +377,18 @@ class FlowsAttempt:
         run.record.status, run.record.reason = exit_outcome(what, code, err)
 
     def _verify_pair(self, run: _Running) -> None:
-        """A complete download by its digest; one stopped at its duration as a prefix of the
-        served file (the server node hashes the same number of bytes)."""
+        """The pair's own Attempt verifies its download: complete by its digest, one stopped
+        at its duration as a prefix of the served file (measure/transfers.py)."""
         assert run.attempt is not None
         rec, attempt = run.record, run.attempt
-        if not rec.stopped_at_duration:
-            attempt.record.start_ns, attempt.record.end_ns = rec.start_ns, rec.end_ns
-            attempt.record.duration_s = (rec.end_ns or 0) / 1e9 - (rec.start_ns or 0) / 1e9
-            attempt.verify()
-            rec.bytes_received = attempt.record.bytes_received
-            rec.status, rec.reason = attempt.record.status, attempt.record.reason
-            rec.verified = "hash" if attempt.record.hash_ok else None
-            return
-        hasher = HASH_COMMANDS[self.plan.hash_algorithm]
-        got = self.client.run(["sh", "-c", _PARTIAL, f"{attempt.downloads}/{self.plan.file_name}",
-                               hasher]).stdout.split()
-        if not got or got[0] == "missing":
-            rec.status, rec.reason = "failed", "stopped at its duration with no file"
-            return
-        size, digest = int(got[0]), got[1]
-        served = self.server.run(["sh", "-c", _PREFIX, f"{self.server.www}/{self.plan.file_name}",
-                                  str(size), hasher]).stdout.split()[0]
-        rec.bytes_received = size
-        if digest != served:
-            rec.status = "failed"
-            rec.reason = f"the {size} bytes received differ from the served file's first {size}"
-        else:
-            rec.status, rec.reason, rec.verified = "ok", None, "prefix"
+        attempt.record.start_ns, attempt.record.end_ns = rec.start_ns, rec.end_ns
+        attempt.record.duration_s = (rec.end_ns or 0) / 1e9 - (rec.start_ns or 0) / 1e9
+        attempt.record.stopped_at_duration = rec.stopped_at_duration
+        attempt.verify()
+        rec.bytes_received = attempt.record.bytes_received
+        rec.status, rec.reason = attempt.record.status, attempt.record.reason
+        verified = {t.verified for t in attempt.record.transfers or []}
+        rec.verified = verified.pop() if len(verified) == 1 else None
 
     def _read_iperf(self, run: _Running) -> None:
         """iperf3's own account: bytes received, and the congestion control the sender used

@@ -21,6 +21,15 @@ from interop_runner.testbed.node import Node
 # $0 the hash command, then files: per file one line "<size> <digest>  -", or "missing"
 _HASH_EACH = ('h=$0; for f in "$@"; do if [ -f "$f" ]; then printf "%s " "$(stat -c %s -- "$f")"; '
               '"$h" <"$f"; else echo missing; fi; done')
+# $0 the file, $1 the hash command, then byte counts: per count the digest of the file's
+# first that many bytes, one line each
+_PREFIXES = 'f=$0; h=$1; shift; for n in "$@"; do head -c "$n" -- "$f" | "$h"; done'
+# files: wait (at most 5 s) until their sizes stay the same for 0.1 s: a receiver stopped at
+# a duration may still write out what it buffered (the Rust servers flush a paused body after
+# 10 ms of idle)
+_SETTLE = ('a=$(stat -c %s -- "$@" 2>/dev/null); i=0; while [ $i -lt 50 ]; do sleep 0.1; '
+           'b=$(stat -c %s -- "$@" 2>/dev/null); [ "$a" = "$b" ] && exit 0; a=$b; '
+           'i=$((i + 1)); done')
 # $0 the source, then link names in its directory: each a hard link to the source
 _LINK = 'src=$0; d=$(dirname -- "$src"); for n in "$@"; do ln -f -- "$src" "$d/$n"; done'
 
@@ -80,6 +89,11 @@ def make_links(node: Node, files: Files, direction: Direction) -> None:
         node.run(["sh", "-c", _LINK, files.source(direction), *names])
 
 
+def settle(node: Node, paths: list[str]) -> None:
+    """Wait until the files' sizes stop changing (a receiver still writing what it held)."""
+    node.run(["sh", "-c", _SETTLE, "settle", *paths], timeout=30, check=False)
+
+
 def hash_landed(node: Node, paths: list[str], algorithm: str,
                 timeout: float) -> list[tuple[int, str] | None]:
     """(size, digest) of each file on ``node`` (hashed there), None for a missing one."""
@@ -110,6 +124,32 @@ def check(transfer: Transfer, landed: tuple[int, str] | None, size: int, digest:
     else:
         rec.verified = "hash"
     return rec
+
+
+def check_prefixes(node: Node, source: str, batch: list[Transfer],
+                   landed: list[tuple[int, str] | None], size: int, algorithm: str,
+                   timeout: float) -> list[TransferRecord]:
+    """The records of transfers stopped at their duration: each landed file must be the
+    first bytes of ``source`` (hashed on its sending ``node``, as many bytes as landed)."""
+    counts = sorted({got[0] for got in landed if got is not None})
+    out = node.run(["sh", "-c", _PREFIXES, source, HASH_COMMANDS[algorithm],
+                    *map(str, counts)], timeout=timeout).stdout.splitlines() if counts else []
+    prefix = {n: line.split()[0] for n, line in zip(counts, out)}
+    records = []
+    for transfer, got in zip(batch, landed):
+        rec = TransferRecord(direction=transfer.direction, connection=transfer.connection,
+                             stream=transfer.stream, name=transfer.name, size_bytes=size,
+                             node=receiver(transfer.direction))
+        if got is None:
+            rec.reason = f"stopped at its duration with no {transfer.name}"
+        elif prefix.get(got[0]) == got[1]:
+            rec.bytes, rec.digest, rec.verified = got[0], got[1], "prefix"
+        else:
+            rec.bytes, rec.digest = got
+            rec.reason = (f"the {got[0]} bytes of {transfer.name} differ from its source's "
+                          f"first {got[0]}")
+        records.append(rec)
+    return records
 
 
 def failure(checked: list[TransferRecord]) -> str | None:

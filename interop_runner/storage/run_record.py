@@ -24,9 +24,10 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
    stolen and waited for, with ``busy`` and its reasons; docs/paths.md, "A busy host") and
    ``host_busy`` (some host was busy), ``None`` for a record that did not read them.
    :func:`upgrade_6_to_7`.
-8. workloads: ``workload`` (kind, bytes per stream, streams, connections: what the attempt
-   moved, docs/workloads.md), ``transfers`` (one dict per file a stream moved: direction,
-   connection, stream, name, bytes landed, digest, how it was verified, on which node), and
+8. workloads: ``workload`` (kind, bytes per stream, duration, streams, connections: what the
+   attempt moved, docs/workloads.md), ``stopped_at_duration`` (the workload's duration ended
+   the client), ``transfers`` (one dict per file a stream moved: direction, connection,
+   stream, name, bytes landed, digest, how it was verified, on which node), and
    ``goodput_down_mbps``/``goodput_up_mbps`` (each direction's goodput). A version 7 attempt
    downloaded ``file_size`` on one stream of one connection; its goodput was the download's.
    :func:`upgrade_7_to_8`.
@@ -181,6 +182,7 @@ class RunRecord(BaseModel):
     # what the attempt moved: {"kind", "size_bytes", "streams", "connections"}
     workload: dict[str, Any] | None = None
     transfers: list[TransferRecord] | None = None  # None: an attempt of flows
+    stopped_at_duration: bool = False  # the workload's duration ended the client
     started_at: str | None = None
     finished_at: str | None = None
     testbed: str | None = None
@@ -270,7 +272,7 @@ def upgrade_7_to_8(data: dict[str, Any]) -> dict[str, Any]:
     connection, so its goodput is the download's; its transfer is the record's own fields
     (not repeated as ``transfers``)."""
     data.setdefault("workload", {"kind": "download", "size_bytes": data.get("file_size"),
-                                 "streams": 1, "connections": 1})
+                                 "duration_s": None, "streams": 1, "connections": 1})
     data.setdefault("transfers", None)
     data.setdefault("goodput_down_mbps", data.get("goodput_mbps"))
     data.setdefault("goodput_up_mbps", None)
