@@ -39,8 +39,8 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
         "monitors=[pidstat]"]),
     "conformance": ("configs/conformance.yml", [
         "repetitions=2", "duration=20s",
-        "sweep.axes=[{name: flows, path: flows, values: [[{server: aioquic, client: aioquic, "
-        "congestion_control: cubic}, {tcp: cubic}]]}]"]),
+        "sweep.axes=[{name: flows, path: flows, values: [[{server: quic-go, client: quic-go, "
+        "congestion_control: reno}, {tcp: reno}]]}]"]),
 }
 COLUMNS = ["goodput_mbps", "server_cpu_s_per_gib", "client_cpu_s_per_gib"]
 

@@ -57,3 +57,30 @@ sweep:
     assert both["status"] == "unsupported"
     assert both["reason"].startswith("tcp-tls does not run bidirectional workloads")
     assert_nodes_clean(local_testbed)
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_a_duration_stops_the_client_and_what_landed_is_a_verified_prefix(tmp_path,
+                                                                         local_testbed):
+    size = 2**30  # far more than moves in a second here
+    cfg = campaign(tmp_path, f"""name: durations
+file_size: {size}B
+repetitions: 1
+pairs: [{{server: quic-go, client: quic-go}}]
+monitors: [pidstat]
+workload: {{duration: 1s}}
+sweep:
+  axes:
+    - {{path: workload.kind, values: [download, upload]}}
+""")
+    proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    for kind, node in (("download", "client"), ("upload", "server")):
+        rec = records(tmp_path / "results")[f"kind={kind}"]
+        assert rec["status"] == "ok", rec["reason"]
+        assert rec["stopped_at_duration"] and rec["workload"]["duration_s"] == 1.0
+        [t] = rec["transfers"]
+        assert (t["verified"], t["node"]) == ("prefix", node)
+        assert 0 < t["bytes"] < size and rec["bytes_received"] == t["bytes"]
+        assert rec["goodput_mbps"] == pytest.approx(t["bytes"] * 8 / rec["duration_s"] / 1e6)
+    assert_nodes_clean(local_testbed)
