@@ -38,7 +38,8 @@ BASE_DOCS: dict[str, tuple[str, str, str]] = {
     "connections": ("", "run.json workload", "parallel connections of the client"),
     "duration_s": ("s", "run.json", "transfer time, timed on the client node"),
     "file_size": ("bytes", "run.json", "size of the served file"),
-    "bytes_received": ("bytes", "run.json", "size of the downloaded file"),
+    "bytes_received": ("bytes", "run.json", "bytes landed: every transfer of the workload "
+                       "(downloads on the client, uploads on the server)"),
     "hash_ok": ("", "run.json", "download's hash equals the served file's"),
     "sha256_expected": ("", "run.json 1-3", "SHA-256 of the served file (older records)"),
     "sha256_received": ("", "run.json 1-3", "SHA-256 of the download (older records)"),

@@ -41,6 +41,11 @@ view                   what it plots                                            
 ``closed_form``        goodput against loss and RTT under each pair's closed-form    003
                        ceiling curve (link, Mathis, window / RTT), flagged runs      Fig. 3-5
                        crossed (table: ``closed_form_frame``)
+``upload_vs_download``  workloads: goodput per pair and direction, with the sending   -
+                       and receiving side's CPU per GiB (table: ``direction_frame``)
+``goodput_vs_streams``  goodput against streams per connection, a line per number of  -
+                       connections, a panel per pair and direction
+                       (table: ``streams_frame``)
 =====================  ===========================================================  ========
 """
 
@@ -94,6 +99,12 @@ from interop_runner.analysis.views.paths import (
 from interop_runner.analysis.views.pinning import pinning
 from interop_runner.analysis.views.settings import crypto, offloads
 from interop_runner.analysis.views.timeseries import goodput_over_time, perf_categories
+from interop_runner.analysis.views.workloads import (
+    direction_frame,
+    goodput_vs_streams,
+    streams_frame,
+    upload_vs_download,
+)
 
 __all__ = ["ab_comparison", "ack_ratio_figure", "ack_ratio_frame", "ack_ratio_sweep",
            "bottlenecks", "buffer_sweep", "closed_form", "closed_form_figure",
@@ -107,4 +118,5 @@ __all__ = ["ab_comparison", "ack_ratio_figure", "ack_ratio_frame", "ack_ratio_sw
            "flow_timeline_figure", "flow_timeline_frame", "goodput_over_time",
            "hardware", "history_series", "host_facts", "interop_heatmap", "offloads",
            "path_buffer_figure", "path_buffer_frame", "path_buffer_sweep",
-           "path_calibration_frame", "path_counters_frame", "perf_categories", "pinning"]
+           "path_calibration_frame", "path_counters_frame", "perf_categories", "pinning",
+           "direction_frame", "goodput_vs_streams", "streams_frame", "upload_vs_download"]
