@@ -17,7 +17,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from aioquic.asyncio import QuicConnectionProtocol, connect
@@ -27,8 +27,8 @@ from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, QuicE
                                  StreamDataReceived, StreamReset)
 
 from common import (CHUNK, Backpressure, Workload, apply_ack_policy, apply_flow_control_window,
-                    apply_socket_buffers, configuration, high_water, log, report_negotiated,
-                    workload_from_env)
+                    apply_socket_buffers, configuration, high_water, log, raise_open_files_limit,
+                    report_negotiated, workload_from_env)
 
 
 class Request:
@@ -46,6 +46,10 @@ class Request:
 
     def close(self) -> None:
         """Release what it holds open (idempotent): also when stopped by SIGINT."""
+
+    def summary(self) -> str:
+        """Its log line once it succeeded."""
+        return self.label
 
     def problem(self) -> str | None:
         return None if self.status == 200 else f"HTTP status {self.status}"
@@ -120,12 +124,18 @@ class H3Client(QuicConnectionProtocol):
         super().transmit()
         self._pressure.wake()  # ACKs may have drained an upload's send buffer
 
+    @property
+    def _h3(self) -> H3Connection:
+        """The HTTP/3 connection (ALPN h3; PUT never runs over hq-interop)."""
+        assert self._http is not None
+        return self._http
+
     def _headers(self, url: str, method: bytes, extra: list[tuple[bytes, bytes]],
                  end: bool) -> int:
         """Send a request's headers on a new stream; return the stream."""
         parts = urlsplit(url)
         stream_id = self._quic.get_next_available_stream_id()
-        self._http.send_headers(stream_id, [
+        self._h3.send_headers(stream_id, [
             (b":method", method), (b":scheme", parts.scheme.encode()),
             (b":authority", parts.netloc.encode()), (b":path", request_path(url)),
             (b"user-agent", b"qir-aioquic"), *extra,
@@ -171,15 +181,18 @@ class H3Client(QuicConnectionProtocol):
                     if not data:
                         raise OSError(f"{up.source} shrank to {up.sent} bytes")
                     up.sent += len(data)
-                    self._http.send_data(stream_id, data, end_stream=up.sent >= up.size)
+                    self._h3.send_data(stream_id, data, end_stream=up.sent >= up.size)
                     self.transmit()
         except (ConnectionError, OSError) as exc:
             up.finish(str(exc))
-        if up.sent < up.size and not (self._pressure.stopped(stream_id)
-                                      or self._pressure.closed()):
-            # answered (or failed) before the body was out: stop sending the rest
-            self._quic.reset_stream(stream_id, ErrorCode.H3_REQUEST_CANCELLED)
-            self.transmit()
+        if up.sent >= up.size or self._pressure.closed():
+            return
+        if self._pressure.stopped(stream_id):  # the server's STOP_SENDING, maybe no answer
+            up.finish(f"server stopped the body after {up.sent} bytes")
+            return
+        # answered (or failed) before the body was out: stop sending the rest
+        self._quic.reset_stream(stream_id, ErrorCode.H3_REQUEST_CANCELLED)
+        self.transmit()
 
     def stop(self) -> None:
         """Stop sending bodies and close the files (what arrived stays): the end of a
@@ -212,7 +225,9 @@ class H3Client(QuicConnectionProtocol):
                 dl.finish()
 
     def _h3_event(self, event: H3Event) -> None:
-        request = self._requests.get(getattr(event, "stream_id", -1))
+        if not isinstance(event, (HeadersReceived, DataReceived)):
+            return
+        request = self._requests.get(event.stream_id)
         if request is None or request.done.done():
             return
         if isinstance(event, HeadersReceived):
@@ -271,9 +286,9 @@ async def run_connection(gets: list[str], puts: list[str]) -> bool:
     downloads = Path(os.environ.get("DOWNLOADS", "/downloads"))
     cfg = configuration(is_client=True)
     cfg.load_verify_locations(cafile=str(Path(os.environ.get("CERTS", "/certs")) / "ca.pem"))
-    async with connect(host, port, configuration=cfg, create_protocol=H3Client) as client:
-        client: H3Client
-        apply_socket_buffers(client._transport)
+    async with connect(host, port, configuration=cfg, create_protocol=H3Client) as protocol:
+        client = cast(H3Client, protocol)
+        apply_socket_buffers(client._transport)  # type: ignore[arg-type]
         try:
             requests: list[Request] = [client.get(url, downloads / url_name(url))
                                        for url in gets]
@@ -302,6 +317,7 @@ async def main() -> int:
     except ValueError as exc:
         log(str(exc))
         return 1
+    raise_open_files_limit()
     missing = [url for url in puts if not (upload_dir() / url_name(url)).is_file()]
     if missing:  # before any connection: a clear reason rather than a failed stream
         log(f"no file in {upload_dir()} to upload for {' '.join(missing)}")

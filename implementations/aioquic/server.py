@@ -28,7 +28,7 @@ from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, Proto
                                  QuicEvent, StreamDataReceived, StreamReset)
 
 from common import (CHUNK, Backpressure, apply_socket_buffers, configuration, high_water, log,
-                    report_negotiated, workload_from_env)
+                    raise_open_files_limit, report_negotiated, workload_from_env)
 
 WWW = Path(os.environ.get("WWW", "/www")).resolve()
 UPLOADS = os.environ.get("UPLOADS", "")  # empty: this workload has no uploads, PUT is refused
@@ -228,6 +228,7 @@ async def main() -> int:
             log(f"UPLOADS is not set for the {workload.kind} workload")
             return 1
         os.makedirs(UPLOADS, exist_ok=True)
+        raise_open_files_limit()
     cfg = configuration(is_client=False)
     cfg.load_cert_chain(certs / "cert.pem", certs / "priv.key")
     connections: weakref.WeakSet[H3Server] = weakref.WeakSet()
