@@ -26,9 +26,9 @@ from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
 from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, QuicEvent,
                                  StreamDataReceived, StreamReset)
 
-from common import (CHUNK, Backpressure, Workload, apply_ack_policy, apply_flow_control_window,
-                    apply_socket_buffers, configuration, high_water, log, raise_open_files_limit,
-                    report_negotiated, workload_from_env)
+from common import (CHUNK, Backpressure, FileSink, Workload, apply_ack_policy,
+                    apply_flow_control_window, apply_socket_buffers, configuration, high_water,
+                    log, raise_open_files_limit, report_negotiated, workload_from_env)
 
 
 class Request:
@@ -65,19 +65,11 @@ class Request:
             self.done.set_result(None)
 
 
-class Download(Request):
+class Download(FileSink, Request):
     def __init__(self, url: str, target: Path, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(url, loop)
+        Request.__init__(self, url, loop)
+        FileSink.__init__(self, target)
         self.target = target
-        self.file = open(target, "wb")  # noqa: SIM115 (closed in close)
-        self.received = 0
-
-    def write(self, data: bytes) -> None:
-        self.file.write(data)
-        self.received += len(data)
-
-    def close(self) -> None:
-        self.file.close()
 
     def summary(self) -> str:
         return f"{self.url}: {self.received} bytes -> {self.target}"

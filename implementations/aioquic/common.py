@@ -9,6 +9,8 @@ import resource
 import socket
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
 
 from aioquic.h3.connection import H3_ALPN
 from aioquic.quic.configuration import QuicConfiguration
@@ -327,3 +329,19 @@ def apply_flow_control_window(quic) -> None:  # type: ignore[no-untyped-def]
 
     quic._write_stream_limits = write_stream_limits
     log(f"flow-control window fixed at {window} bytes (connection and streams)")
+
+
+class FileSink:
+    """A body written to a file as it arrives, its bytes counted (a download on the client,
+    an upload on the server); ``close`` keeps what arrived."""
+
+    def __init__(self, path: Path, buffering: int = -1) -> None:
+        self.file: BinaryIO = open(path, "wb", buffering=buffering)  # noqa: SIM115 (close)
+        self.received = 0
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+        self.received += len(data)
+
+    def close(self) -> None:
+        self.file.close()

@@ -19,7 +19,7 @@ import signal
 import sys
 import weakref
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from aioquic.asyncio import QuicConnectionProtocol, serve
 from aioquic.h3.connection import H3Connection
@@ -27,8 +27,8 @@ from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
 from aioquic.quic.events import (ConnectionTerminated, HandshakeCompleted, ProtocolNegotiated,
                                  QuicEvent, StreamDataReceived, StreamReset)
 
-from common import (CHUNK, Backpressure, apply_socket_buffers, configuration, high_water, log,
-                    raise_open_files_limit, report_negotiated, workload_from_env)
+from common import (CHUNK, Backpressure, FileSink, apply_socket_buffers, configuration,
+                    high_water, log, raise_open_files_limit, report_negotiated, workload_from_env)
 
 WWW = Path(os.environ.get("WWW", "/www")).resolve()
 UPLOADS = os.environ.get("UPLOADS", "")  # empty: this workload has no uploads, PUT is refused
@@ -43,22 +43,14 @@ def upload_path(raw: str) -> Path | None:
     return Path(UPLOADS) / name
 
 
-class PutBody:
+class PutBody(FileSink):
     """An upload's body on its way to $UPLOADS/<name>; ``close`` keeps what arrived."""
 
     def __init__(self, raw: str, path: Path) -> None:
+        # buffered: DATA arrive in packet-sized pieces, one write(2) each would cost more
+        super().__init__(path, buffering=CHUNK)
         self.raw = raw
         self.path = path
-        # buffered: DATA arrive in packet-sized pieces, one write(2) each would cost more
-        self.file: BinaryIO = open(path, "wb", buffering=CHUNK)  # noqa: SIM115 (close)
-        self.received = 0
-
-    def write(self, data: bytes) -> None:
-        self.file.write(data)
-        self.received += len(data)
-
-    def close(self) -> None:
-        self.file.close()
 
 
 class H3Server(QuicConnectionProtocol):
