@@ -386,6 +386,20 @@ pub fn rand_bytes(buf: &mut [u8]) {
 // UDP socket
 // ---------------------------------------------------------------------------
 
+/// The poll token of the one UDP socket of a client or server loop.
+pub const TOKEN_SOCK: mio::Token = mio::Token(0);
+
+/// Registers the loop's socket with ``poll`` for reading and writing, or ends the program.
+pub fn register_socket(poll: &mio::Poll, sock: &mut Socket) {
+    poll.registry()
+        .register(
+            &mut sock.sock,
+            TOKEN_SOCK,
+            mio::Interest::READABLE | mio::Interest::WRITABLE,
+        )
+        .unwrap_or_else(|e| fatal(&format!("register: {e}")));
+}
+
 pub struct Socket {
     pub sock: mio::net::UdpSocket,
     pub local: SocketAddr,

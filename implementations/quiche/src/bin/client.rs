@@ -21,8 +21,6 @@ use qir_quiche::ack::{max_ack_delay_ms, AckPolicy};
 use qir_quiche::{log, *};
 use quiche::h3::NameValue;
 
-const TOKEN_SOCK: mio::Token = mio::Token(0);
-
 /// One request: a GET into DOWNLOADS or a PUT of a file in UPLOADS.
 struct Transfer {
     url: String,
@@ -678,13 +676,7 @@ fn bind_socket(peer: SocketAddr) -> (mio::Poll, Socket) {
     .unwrap();
     let poll = mio::Poll::new().unwrap_or_else(|e| fatal(&format!("poll: {e}")));
     let mut sock = Socket::bind(bind);
-    poll.registry()
-        .register(
-            &mut sock.sock,
-            TOKEN_SOCK,
-            mio::Interest::READABLE | mio::Interest::WRITABLE,
-        )
-        .unwrap_or_else(|e| fatal(&format!("register: {e}")));
+    register_socket(&poll, &mut sock);
     (poll, sock)
 }
 

@@ -17,7 +17,6 @@ use qir_harness::{upload_file, www_file, Workload, EXIT_UNSUPPORTED};
 use qir_quiche::{log, *};
 use quiche::h3::NameValue;
 
-const TOKEN_SOCK: mio::Token = mio::Token(0);
 const TOKEN_SIG: mio::Token = mio::Token(1);
 const SCID_LEN: usize = 16;
 /// How long a PUT body may pause before its buffered part (up to CHUNK) goes to the file. A
@@ -114,13 +113,7 @@ fn main() {
     let mut poll = mio::Poll::new().unwrap_or_else(|e| fatal(&format!("poll: {e}")));
     let mut events = mio::Events::with_capacity(1024);
     let mut sock = Socket::bind(addr);
-    poll.registry()
-        .register(
-            &mut sock.sock,
-            TOKEN_SOCK,
-            mio::Interest::READABLE | mio::Interest::WRITABLE,
-        )
-        .unwrap_or_else(|e| fatal(&format!("register: {e}")));
+    register_socket(&poll, &mut sock);
     let mut signals = signal_hook_mio::v1_0::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
