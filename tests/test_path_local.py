@@ -15,6 +15,7 @@ from interop_runner.remote.executor import LocalExecutor
 from interop_runner.storage.layout import iter_run_files
 from interop_runner.storage.run_record import read_run
 from interop_runner.testbed.path.calibrate import queue_packets_ms
+from interop_runner.testbed.path.rules import TIMER_SLACK_MS
 
 from .conftest import ROOT, TESTBED_FILE, campaign_dirs, cmdline, namespace_pids, write
 from .test_campaign import run_cli
@@ -50,10 +51,23 @@ def path_items(ns: str) -> str:
     return "\n".join(lines)
 
 
+def assert_held_or_missed_only_while_busy(calibration: dict) -> None:
+    """The path held, or it missed on a busy host each time it was measured (first and
+    every repeat, BUSY_RECALIBRATIONS of them): a miss on an idle host fails the test."""
+    if calibration["ok"]:
+        return
+    tries = [*calibration["earlier"], calibration]
+    assert all(t["host_busy"] is True for t in tries), calibration["checks"]
+    assert len(calibration["earlier"]) == BUSY_RECALIBRATIONS, calibration["checks"]
+
+
 @pytest.mark.usefixtures("local_testbed")
 def test_a_campaign_over_a_path_through_the_router(tmp_path):
+    # calibrate: warn, so that the campaign's mechanics are checked even where the unit run
+    # beside this one (or a hypervisor's steal) makes the calibration miss: the verdict is
+    # then asserted by the product's own rule below
     cfg = path_config(tmp_path, "p-router", "{rate: 50mbit, rtt: 20ms, buffer: 1bdp, "
-                      "jitter: 0.05, loss: 0.001}")
+                      "jitter: 0.05, loss: 0.001, calibrate: warn}")
     proc = run_cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (camp,) = campaign_dirs(tmp_path / "results")
@@ -61,7 +75,7 @@ def test_a_campaign_over_a_path_through_the_router(tmp_path):
     (entry,) = meta["paths"].values()
     assert entry["backend"] == "nfqueue" and entry["placement"] == "router"
     assert entry["resolved"]["buffer_bytes"] == 125000  # 50 Mbit/s x 20 ms
-    assert entry["calibration"]["ok"], entry["calibration"]["checks"]
+    assert_held_or_missed_only_while_busy(entry["calibration"])
     (run,) = [read_run(p) for p in iter_run_files(camp)]
     assert run["status"] == "ok" and run["path"]["placement"] == "router"
     counters = run["path"]["counters"]
@@ -76,7 +90,8 @@ def test_a_campaign_over_a_path_through_the_router(tmp_path):
     df = load_results(camp)
     row = df.iloc[0]
     assert row["path_rate_mbps"] == 50 and row["path_buffer_bdp"] == pytest.approx(1.0)
-    assert bool(row["path_calibration_ok"]) and 0.5 < row["goodput_fraction"] <= 1.0
+    assert bool(row["path_calibration_ok"]) is entry["calibration"]["ok"]
+    assert 0.5 < row["goodput_fraction"] <= 1.0
     assert path_items("qir-router") == ""  # removed at the end
 
 
@@ -153,10 +168,13 @@ def test_per_packet_records_at_the_bottleneck(tmp_path):
     # packets seen entering only; no packet waited longer than a full buffer (25 kB at
     # 20 Mbit/s: 10 ms) plus what calibration's full-buffer check allows on top: two packets
     # at the rate (the one in service, and the captures' timestamps, taken in softirq on
-    # both sides of the queue: one packet's 0.6 ms allowed 10.97 ms once on a busy host)
+    # both sides of the queue: one packet's 0.6 ms allowed 10.97 ms once on a busy host);
+    # on a host measured busy also the timer lateness the bucket is built to absorb
+    # (TIMER_SLACK_MS: a CI run beside the unit tests saw 11.37 ms)
     assert (~packets["dropped"]).sum() == sent["sent_packets"]
     assert packets["dropped"].sum() == sent["drops"]
-    assert packets["queue_delay_ms"].max() <= 10.0 + queue_packets_ms(20e6)
+    late = TIMER_SLACK_MS if run["host_busy"] else 0.0
+    assert packets["queue_delay_ms"].max() <= 10.0 + queue_packets_ms(20e6) + late
     assert packets["size_bytes"].sum() > 2 * 2**20
 
 
