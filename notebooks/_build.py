@@ -321,6 +321,27 @@ BOOKS = (
                    "## Goodput fraction per bottleneck buffer"),
           TableCell("views.path_counters_frame(frame)", "counters",
                     "## Bottleneck and delay-line counters per attempt"))),
+    Book("workloads.ipynb", "Workloads: upload, download, streams and connections",
+         "Campaigns whose workload is more than one download (docs/workloads.md): "
+         "`workload: {kind: download|upload|bidirectional, streams: N, connections: M}`, "
+         "set per campaign or swept (`configs/workloads.yml`, `configs/streams.yml`). Every "
+         "stream's bytes are hashed where they landed; goodput is of the workload's data "
+         "direction (`goodput_up_mbps` and `goodput_down_mbps` for a bidirectional one).\n\n"
+         "**What to look for**:\n\n"
+         "- **Direction**: the same pair upload against download; the side that receives "
+         "does more work per byte in most stacks (decryption, reassembly, ACKs), so compare "
+         "the sending and the receiving side's CPU per GiB.\n"
+         "- **Streams and connections**: streams of one connection share its window; "
+         "connections add windows. A line rising with connections but flat with streams "
+         "points at one connection's flow-control or congestion window.\n\n" + LOCAL_NOTE,
+         (report_view("upload_vs_download", "direction",
+                      "## Goodput and CPU per GiB per pair and direction"),
+          TableCell("views.direction_frame(frame)", "directions",
+                    "## Per pair and direction"),
+          report_view("goodput_vs_streams", "streams",
+                      "## Goodput against streams and connections"),
+          TableCell("views.streams_frame(frame)", "stream_cells",
+                    "## Per pair, direction, connections and streams"))),
     Book("flows.ipynb", "Competing flows: throughput, shares and fairness",
          "Campaigns of competing flows (docs/flows.md): several flows, QUIC implementations "
          "and kernel TCP (iperf3) with their congestion controls, share one emulated "

@@ -5,12 +5,13 @@ shipped campaign files: ``configs/buffers.yml`` (quic-go only, two buffer sizes)
 ``configs/interop.yml`` (every pair among quic-go, quiche and quinn, with TLS key logs on, so
 the report's key-log notice is exercised on real files, and the ifstat monitor for the
 goodput-over-time view) and ``configs/pinning.yml`` (2 x 2
-cores); 8 MiB files, two repetitions. It returns ``{"buffers": dir, "interop": dir,
-"pinning": dir}`` (campaign directories).
+cores) and ``configs/workloads.yml`` (quic-go only, download and upload with 1 and 4
+streams); 8 MiB files, two repetitions. It returns ``{"buffers": dir, "interop": dir,
+"pinning": dir, "workloads": dir}`` (campaign directories).
 
 ``QIR_TEST_RESULTS=<dir>`` uses campaigns already stored below ``<dir>`` instead (the newest
-finished ``buffers_*``, ``interop_*`` and ``pinning_*``, and ``crypto_*``, ``offload_*``,
-``hardware_*``, ``profile_*`` when present), e.g. to develop the analysis
+finished ``buffers_*``, ``interop_*`` and ``pinning_*``, and ``workloads_*``, ``crypto_*``,
+``offload_*``, ``hardware_*``, ``profile_*`` when present), e.g. to develop the analysis
 without a testbed; without it the fixture needs the ``local_testbed`` fixture (root, sshd)
 and skips with that fixture's reason when it is unavailable.
 
@@ -35,7 +36,8 @@ SIZE = "8MiB"
 REPETITIONS = 2
 TRIO = ["quic-go", "quiche", "quinn"]
 NAMES = ("buffers", "interop", "pinning")
-OPTIONAL = ("crypto", "offload", "hardware", "profile")  # used when QIR_TEST_RESULTS has them
+# used when QIR_TEST_RESULTS has them
+OPTIONAL = ("workloads", "crypto", "offload", "hardware", "profile")
 RUN_TIMEOUT_S = 3600  # the first run may build quiche and quinn
 
 
@@ -56,8 +58,17 @@ def _reduce_pinning(cfg: dict[str, Any]) -> None:
     assert [len(a["values"]) for a in axes] == [2, 2], "configs/pinning.yml: expected 2 x 2"
 
 
+def _reduce_workloads(cfg: dict[str, Any]) -> None:
+    cfg["pairs"] = [{"server": "quic-go", "client": "quic-go"}]
+    cfg["sweep"]["axes"] = [*cfg["sweep"]["axes"],
+                            {"path": "workload.streams", "values": [1, 4]}]
+
+
 REDUCE: dict[str, Callable[[dict[str, Any]], None]] = {
-    "buffers": _reduce_buffers, "interop": _reduce_interop, "pinning": _reduce_pinning}
+    "buffers": _reduce_buffers, "interop": _reduce_interop, "pinning": _reduce_pinning,
+    "workloads": _reduce_workloads}
+# produced here; OPTIONAL ones are only read from QIR_TEST_RESULTS (workloads: both)
+PRODUCED = (*NAMES, "workloads")
 
 
 def reduced_config(name: str, directory: Path) -> Path:
@@ -123,7 +134,7 @@ def _produce(request: pytest.FixtureRequest,
     request.getfixturevalue("local_testbed")  # skips (with its reason) without root/sshd
     tmp = tmp_path_factory.mktemp("analysis-results")
     results = tmp / "results"
-    return {name: run_campaign(reduced_config(name, tmp), results) for name in NAMES}
+    return {name: run_campaign(reduced_config(name, tmp), results) for name in PRODUCED}
 
 
 @pytest.fixture(scope="session")

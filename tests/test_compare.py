@@ -255,6 +255,19 @@ def test_cells_follow_variants_and_axes() -> None:
     assert result.attrs["keys"] == ["server", "client", "testcase", "variant", "axis_rmem"]
 
 
+def test_an_upload_is_never_compared_with_a_download() -> None:
+    downloads = _frame({("x", "y"): _noisy(1000, 0.01, 6, 1)}, workload="download")
+    uploads = _frame({("x", "y"): _noisy(500, 0.01, 6, 2)}, workload="upload")
+    result = compare(downloads, uploads)
+    assert result.attrs["keys"] == ["server", "client", "testcase", "workload"]
+    assert sorted(result["note"]) == ["only in A", "only in B"]
+    # campaigns of the default download alone keep the keys they had before workloads
+    again = compare(downloads, _frame({("x", "y"): _noisy(1000, 0.01, 6, 2)},
+                                      workload="download"))
+    assert again.attrs["keys"] == ["server", "client", "testcase"]
+    assert list(again["verdict"]) == ["no change"]
+
+
 def test_compare_variants_of_implementations() -> None:
     old, new = "quic-go@v0.48.0", "quic-go@v0.49.0"
     frame = _frame({(old, old): _noisy(1000, 0.01, 6, 1), (new, new): _noisy(900, 0.01, 6, 2),

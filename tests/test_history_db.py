@@ -275,3 +275,14 @@ def test_the_content_digest_ignores_only_the_campaigns_own_cache(sample: Path,
     (sample / ".cache" / "old").mkdir(parents=True)
     (sample / ".cache" / "old" / "run.json").write_text("{}")
     assert content_digest(sample) == before
+
+
+def test_the_workload_is_part_of_a_series_signature_unless_it_is_the_default() -> None:
+    from interop_runner.analysis.history.ingest import signature
+
+    frame = pd.DataFrame({"file_size": [8388608] * 3,
+                          "workload": ["download", "upload", "download 4x1"]})
+    assert list(signature(frame)) == [
+        '{"file_size":8388608}',  # as before workloads: old series keep their ids
+        '{"file_size":8388608,"workload":"upload"}',
+        '{"file_size":8388608,"workload":"download 4x1"}']

@@ -175,6 +175,8 @@ def plan(results: Results) -> dict[str, tuple[list[Path], dict[str, bool]]]:
         "flows.ipynb": (own("flows"), {"flowtime": "flows" in results,
                                        "fairness": "flows" in results,
                                        "share": "flows" in results, "quictcp": False}),
+        "workloads.ipynb": (own("workloads"), {
+            view: "workloads" in results for view in ("direction", "streams")}),
         "conformance.ipynb": (own("conformance"), {
             view: "conformance" in results for view in ("heatmap", "envelopes", "envelope")}),
     }
@@ -189,7 +191,7 @@ def test_notebooks_are_built_by_the_generator() -> None:
     assert set(NAMES) == {"buffers.ipynb", "crypto.ipynb", "interop.ipynb", "perf.ipynb",
                           "hardware.ipynb", "offloads.ipynb", "pinning.ipynb",
                           "overview.ipynb", "paths.ipynb", "flows.ipynb",
-                          "conformance.ipynb"}
+                          "conformance.ipynb", "workloads.ipynb"}
     for name in NAMES:
         nb = nbformat.read(NOTEBOOKS / name, as_version=4)
         nbformat.validate(nb)

@@ -726,3 +726,16 @@ def test_history_section_from_a_history_database(sample_copy: Path, tmp_path: Pa
     assert "<td>local quic-go/quic-go goodput goodput_mbps</td>" in part
     assert "<td>local quic-go/quic-go goodput client_cpu_s_per_gib</td>" in part
     assert "<figure" not in part
+
+
+def test_a_report_of_a_workload_campaign_draws_its_views(
+        analysis_results: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+    if "workloads" not in analysis_results:
+        pytest.skip("QIR_TEST_RESULTS has no workloads_* campaign")
+    out = tmp_path / "out"
+    proc = run_report(str(analysis_results["workloads"]), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "report.html").read_text()
+    # download and upload, 1 and 4 streams: both views have something to set side by side
+    assert '__workload-direction"' in html and '__workload-streams"' in html
+    assert '__buffers"' not in html  # nothing of the other campaigns

@@ -52,3 +52,29 @@ def test_the_figures_draw_and_missing_data_says_so():
         assert isinstance(fig, Figure) and not table.empty
         table, fig = view(frame().drop(columns=["direction"]))
         assert table.empty and "no data" in fig.axes[0].texts[0].get_text()
+
+
+def test_one_direction_or_one_stream_count_has_nothing_to_compare():
+    downloads = frame()[frame()["direction"] == "download"]
+    table, fig = upload_vs_download(downloads)
+    assert table.empty and "more than one direction" in fig.axes[0].texts[0].get_text()
+    assert not goodput_vs_streams(downloads)[0].empty  # 1 and 4 streams still compare
+    one_stream = downloads[downloads["streams"] == 1]
+    table, fig = goodput_vs_streams(one_stream)
+    assert table.empty and "several streams" in fig.axes[0].texts[0].get_text()
+
+
+def test_records_without_counts_mixed_with_new_ones_still_group():
+    # a record written before workloads holds no streams or connections: object columns
+    old = frame().astype({"streams": object, "connections": object})
+    old.loc[old.index[:3], ["streams", "connections"]] = None
+    table = streams_frame(old)
+    assert str(table["streams"].dtype) == "Int64"
+    assert set(table["streams"].dropna()) == {1, 4}
+
+
+def test_records_of_no_direction_have_nothing_to_compare():
+    # the predecessor's records: no direction, streams or connections at all
+    old = frame().assign(direction=None, streams=None, connections=None)
+    table, fig = goodput_vs_streams(old)
+    assert table.empty and "several streams" in fig.axes[0].texts[0].get_text()

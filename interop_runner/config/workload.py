@@ -95,6 +95,11 @@ class Workload(Strict):
                 "CONNECTIONS": str(self.connections)}
 
 
+#: the label of the default workload (one download on one stream of one connection): what
+#: every record from before workloads has; compare and history leave it out of their keys
+DEFAULT_WORKLOAD_LABEL = "download"
+
+
 def workload_label(kind: Any, streams: Any, connections: Any) -> str:
     """``upload``, ``download 4x2`` (streams x connections, when more than one of either)."""
     shape = "" if streams == connections == 1 else f" {streams}x{connections}"

@@ -92,6 +92,27 @@ MODEL_VIEWS: tuple[View, ...] = (
          table=("ack_ratio_frame", "Per pair, RTT and ACK ratio")),
 )
 
+# the Workloads section (docs/workloads.md): drawn where a campaign has more than one
+# direction, or more than one count of streams or connections, to set side by side
+WORKLOAD_VIEWS: tuple[View, ...] = (
+    View("workload-direction", "Workloads: upload against download", "upload_vs_download",
+         "frame",
+         "Median goodput per pair and direction with the interval of the median, and the "
+         "CPU per GiB of the sending and of the receiving side (for a download the server "
+         "sends, for an upload the client). A stack that is fast one way and slow the other "
+         "usually reads or writes its stream in small pieces on the slow side; compare the "
+         "receiving side's CPU.",
+         table=("direction_frame", "Per pair and direction")),
+    View("workload-streams", "Workloads: goodput against streams and connections",
+         "goodput_vs_streams", "frame",
+         "Median goodput against streams per connection (log scale), a line per number of "
+         "connections, a panel per pair and direction. One connection's streams share its "
+         "congestion window and flow control; separate connections do not, so more "
+         "connections can fill a link one connection cannot, at the cost of fairness to "
+         "other traffic.",
+         table=("streams_frame", "Per pair, direction, connections and streams")),
+)
+
 VIEWS: tuple[View, ...] = (
     View("interop", "Interop matrix (Fig. 6)", "interop_heatmap", "frame",
          "Median goodput of every server x client pair. Compare rows (servers) and columns "
@@ -123,6 +144,7 @@ VIEWS: tuple[View, ...] = (
     *FLOW_VIEWS,
     *CONFORMANCE_VIEWS,
     *MODEL_VIEWS,
+    *WORKLOAD_VIEWS,
     View("crypto", "Ciphers and AES hardware (Fig. 5)", "crypto", "frame",
          "AES-GCM with and without AES-NI against ChaCha20-Poly1305. QUIC usually loses less "
          "than TCP/TLS without hardware AES (small records, encrypted ACKs)."),

@@ -77,6 +77,7 @@ from interop_runner.analysis.ab.stats import (
     verdict,
     wilcoxon_p,
 )
+from interop_runner.config.workload import DEFAULT_WORKLOAD_LABEL
 
 if TYPE_CHECKING:
     from interop_runner.config.campaign import CampaignConfig
@@ -121,16 +122,27 @@ class NotComparableError(ValueError):
 
 
 def cell_keys(*frames: pd.DataFrame, exclude: Iterable[str] = ()) -> list[str]:
-    """The columns that identify a cell: server, client, testcase, variant and every
-    ``axis_*`` column present in any of the frames, minus ``exclude``."""
+    """The columns that identify a cell: server, client, testcase, variant, every
+    ``axis_*`` column present in any of the frames and ``workload`` where some attempt ran
+    another workload than the default download (an upload is never compared with a
+    download), minus ``exclude``."""
     skip = set(exclude)
     present: dict[str, None] = {}
     for frame in frames:
         present.update(dict.fromkeys(c for c in frame.columns
                                      if c in BASE_KEYS or str(c).startswith("axis_")))
+        if _other_workload(frame):
+            present["workload"] = None
     ordered = [c for c in BASE_KEYS if c in present]
     ordered += sorted(c for c in present if c not in BASE_KEYS)
     return [c for c in ordered if c not in skip]
+
+
+def _other_workload(frame: pd.DataFrame) -> bool:
+    if "workload" not in frame.columns:
+        return False
+    labels = frame["workload"].dropna().astype(str)
+    return bool((labels != DEFAULT_WORKLOAD_LABEL).any())
 
 
 def as_written(frame: pd.DataFrame) -> pd.DataFrame:

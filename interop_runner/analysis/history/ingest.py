@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pandas as pd
 
 from interop_runner.analysis.history import db as store
+from interop_runner.config.workload import DEFAULT_WORKLOAD_LABEL
 from interop_runner.errors import StoreError, UserError
 from interop_runner.storage.campaign_record import hosts_of_campaign, read_campaign
 from interop_runner.storage.layout import iter_run_files
@@ -147,9 +148,15 @@ def knobs_text(meta: dict[str, Any]) -> str | None:
 def signature(frame: pd.DataFrame) -> "pd.Series[str]":
     """Per attempt, what must be equal for two campaigns to be points of one series besides
     testbed, pair and testcase: the sweep variant, the implementation and standard
-    parameters and the file size (compact sorted JSON). Host knobs are not part of it: like
-    a version, a changed host setting is something the history is there to show."""
-    columns = ["variant", "server_params", "client_params", "file_size", *SIGNATURE_PARAMS]
+    parameters, the file size and the workload (compact sorted JSON). Host knobs are not
+    part of it: like a version, a changed host setting is something the history is there to
+    show. The default workload (one download) is left out, so the series of records from
+    before workloads keep their ids."""
+    columns = ["variant", "server_params", "client_params", "file_size", *SIGNATURE_PARAMS,
+               "workload"]
+    if "workload" in frame.columns:
+        label = frame["workload"].astype("string")
+        frame = frame.assign(workload=label.mask(label == DEFAULT_WORKLOAD_LABEL))
     present = [c for c in columns if c in frame.columns]
     keys = frame[present].astype("string").fillna("")
     unique = keys.drop_duplicates()

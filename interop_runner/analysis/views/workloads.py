@@ -46,7 +46,8 @@ def _with_sides(frame: pd.DataFrame) -> pd.DataFrame:
 def _cells(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
     """Goodput statistics per cell of ``keys`` with the median CPU per GiB of both sides."""
     sides = _with_sides(frame)
-    stats = cell_stats(sides, keys)
+    # cell_stats builds its rows from dicts: a key column holding NA comes back as object
+    stats = cell_stats(sides, keys).astype({k: sides[k].dtype for k in keys})
     cpu = cell_medians(sides, keys, {c: c for c in ("sender_cpu_s_per_gib",
                                                     "receiver_cpu_s_per_gib")})
     out = stats.merge(cpu, on=keys, how="left") if not cpu.empty else stats
@@ -66,8 +67,9 @@ def upload_vs_download(frame: pd.DataFrame) -> tuple[pd.DataFrame, Figure]:
     sending and receiving side's CPU per GiB."""
     table = direction_frame(frame)
     title = "Upload against download"
-    if table.empty or table["n"].sum() == 0:
-        return table, no_data("attempts with a workload direction", title)
+    # one direction alone is the interop matrix's goodput again: nothing to set against
+    if table.empty or table.loc[table["n"] > 0, "direction"].nunique() < 2:
+        return empty(DIRECTION_COLUMNS), no_data("attempts in more than one direction", title)
     fig, (ax, cpu_ax) = figure(1, 2, size=(11.0, 4.0))
     grouped_bars(ax, table, "pair", "direction")
     ax.set_ylabel("goodput (Mbit/s)")
@@ -89,7 +91,11 @@ def streams_frame(frame: pd.DataFrame) -> pd.DataFrame:
     needed = ("direction", "streams", "connections")
     if not has_values(frame, "goodput_mbps") or any(c not in frame.columns for c in needed):
         return empty(STREAM_COLUMNS)
-    return _cells(frame, STREAM_KEYS, STREAM_COLUMNS)
+    # records written before workloads hold no counts (object columns of NA): one integer
+    # dtype on both sides of the statistics' merge
+    counts = frame.assign(**{c: pd.to_numeric(frame[c], errors="coerce").astype("Int64")
+                             for c in ("streams", "connections")})
+    return _cells(counts, STREAM_KEYS, STREAM_COLUMNS)
 
 
 def goodput_vs_streams(frame: pd.DataFrame) -> tuple[pd.DataFrame, Figure]:
@@ -98,8 +104,11 @@ def goodput_vs_streams(frame: pd.DataFrame) -> tuple[pd.DataFrame, Figure]:
     table = streams_frame(frame)
     title = "Goodput against streams and connections"
     ok = table[table["n"] > 0] if not table.empty else table
-    if ok.empty:
-        return table, no_data("attempts with several streams or connections", title)
+    # one (streams, connections) per pair and direction has no line to draw
+    counts = ok.dropna(subset=STREAM_KEYS).drop_duplicates(STREAM_KEYS)
+    if counts.empty or counts.groupby(["pair", "direction"]).size().max() < 2:
+        return empty(STREAM_COLUMNS), no_data("attempts with several streams or connections",
+                                              title)
     panels = list(dict.fromkeys(zip(ok["pair"], ok["direction"])))
     fig, axes = figure(1, len(panels), size=(4.0 * len(panels), 3.6), sharey=True)
     for ax, (pair, direction) in zip(axes, panels):
