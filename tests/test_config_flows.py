@@ -179,8 +179,10 @@ flows: [{server: quic-go, client: quic-go, congestion_control: reno}, {tcp: reno
     assert sorted(r.repetition for r in runs) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
     assert {(r.server, r.client) for r in runs} == {
         ("quic-go", "quic-go"), ("quiche", "quiche"), ("flows", "quic-go-reno+tcp-reno")}
+    # the kernel TCP flow is the pair tcp-tcp (implementations/tcp), installed as the others
     assert {(p.server, p.client) for p in cfg.pair_list()} == {("quic-go", "quic-go"),
-                                                               ("quiche", "quiche")}
+                                                               ("quiche", "quiche"),
+                                                               ("tcp", "tcp")}
     assert [r.scheduled_s for r in runs if r.server != "flows"] == [None] * 6
 
 
@@ -255,15 +257,19 @@ def test_an_impl_axis_swaps_the_build_of_a_flow_under_its_written_name(tmp_path:
             "server", "tcp-tls"), None), side(ImplKey("client", "tcp-tls"), None), "h3",
             4433, "f", 1, "d", 1.0, 1.0)
         quic, tcp = plan_flows(run.cfg, base, 4433, side)
-        assert (quic.label, tcp.label, tcp.pair) == ("picoquic/cubic", "tcp/cubic", None)
-        assert quic.pair is not None and quic.pair.cell == ("picoquic", "picoquic")
+        assert (quic.label, tcp.label) == ("picoquic/cubic", "tcp/cubic")
+        # the kernel flow runs implementations/tcp on its own port, sized by its flow
+        assert (tcp.pair.server.meta.name, tcp.pair.client.meta.name) == ("tcp", "tcp")
+        assert (tcp.pair.port, tcp.pair.std_params.congestion_control) == (4434, "cubic")
+        assert (tcp.pair.duration_s, tcp.pair.flow, tcp.unsupported) == (30.0, "flow-1", None)
+        assert quic.pair.cell == ("picoquic", "picoquic")
         assert quic.record().server == "picoquic"  # the written name, as in the cell
         played[run.variant.id] = (quic.pair.server.meta.name, quic.pair.client.meta.name,
                                   first_pair(run.cfg))
     assert played == {
         "build=picoquic": ("picoquic", "picoquic", ("picoquic", "picoquic")),
         "build=picoquic-pr": ("picoquic@pr", "picoquic@pr", ("picoquic@pr", "picoquic@pr"))}
-    assert {p.server for p in cfg.pair_list()} == {"picoquic"}  # the base config's
+    assert {p.server for p in cfg.pair_list()} == {"picoquic", "tcp"}  # the base config's
 
 
 def test_a_variant_written_into_the_flows_keeps_its_name(tmp_path: Path) -> None:
@@ -275,7 +281,8 @@ def test_a_variant_written_into_the_flows_keeps_its_name(tmp_path: Path) -> None
     cfg = load(tmp_path, body)
     (run, _) = plan_runs(cfg, seed=1)
     assert run.client == "picoquic@pr-cubic+tcp-cubic"
-    assert {(p.server, p.client) for p in cfg.pair_list()} == {("picoquic@pr", "picoquic@pr")}
+    assert {(p.server, p.client) for p in cfg.pair_list()} == {("picoquic@pr", "picoquic@pr"),
+                                                               ("tcp", "tcp")}
     pinned = FlowSet(flows=(flow(server="quic-go@v0.64.0", client="quic-go@v0.64.0",
                                  link="1"), flow(tcp="cubic", link=1), flow(tcp="cubic",
                                                                             link=1)))
@@ -312,3 +319,28 @@ def test_bare_numbers_are_refused_where_a_user_writes_them(tmp_path: Path) -> No
     assert flow(tcp="cubic", start=5).start == 5.0  # stored: seconds
     cfg = load(tmp_path, "duration: 1.5min\nflows: [{tcp: cubic, start: 500ms}]\n")
     assert (cfg.duration, cfg.flows[0].start if cfg.flows else None) == (90.0, 0.5)
+
+
+@pytest.mark.parametrize("body, key", [
+    ("pairs: [{server: tcp, client: quiche}]\n", "pairs[0].server"),
+    ("servers: [quiche]\nclients: [tcp]\n", "clients[0]"),
+    ("duration: 5s\nflows: [{server: tcp, client: tcp}]\n", "flows[0].server"),
+])
+def test_kernel_tcp_runs_only_as_a_flow(tmp_path: Path, body: str, key: str) -> None:
+    """implementations/tcp is the reference of flows: ({tcp: cubic}); a pair of it (whose
+    bytes no file would carry) is refused, naming the key."""
+    lines = errors(tmp_path, body)
+    assert any(f"{key}: 'tcp' is the kernel TCP reference" in line for line in lines), lines
+    assert load(tmp_path, "duration: 5s\nflows: [{tcp: cubic}]\n").pair_list()[0].server == "tcp"
+
+
+def test_a_flows_label_names_a_workload_other_than_one_download() -> None:
+    params = StandardParams()
+    assert flow(server="quiche", client="quiche", workload={"kind": "upload"}
+                ).default_label(params) == "quiche/cubic/upload"
+    assert flow(server="quinn", client="quinn", congestion_control="bbr", workload={
+        "streams": 4, "connections": 2}).default_label(params) == "quinn/bbr/download-4x2"
+    assert flow(tcp="reno", workload={"kind": "upload"}, link=1).default_label(params) == \
+        "tcp/reno/upload@1"
+    # one download is what every flow did before workloads: its label is unchanged
+    assert flow(tcp="reno", workload={"kind": "download"}).default_label(params) == "tcp/reno"

@@ -68,7 +68,10 @@ def test_a_pair_and_two_tcp_references_share_the_bottleneck(tmp_path, local_test
                      - min(f["start_ns"] for f in record["flows"])) / 1e9) < 20e6
     assert record["bytes_received"] == sum(f["bytes_received"] for f in record["flows"])
     assert (attempt / "flow-0" / "client" / "client.stderr.log").is_file()
-    assert (attempt / "client" / "flow-1" / "client.stdout.log").is_file()
+    # the kernel TCP flow is the pair tcp-tcp: its logs where every pair flow keeps them
+    assert (attempt / "flow-1" / "client" / "client.stdout.log").is_file()
+    assert "receiver_tcp_congestion" in (attempt / "flow-1" / "client" / "client.stdout.log"
+                                       ).read_text()
     assert (attempt / "path" / "bottleneck-out.pcap").is_file()
     assert load_run(attempt / "run.json").flows is not None  # the typed model reads it back
     assert_nodes_clean(local_testbed)
@@ -150,3 +153,40 @@ def test_the_frozen_flows_record_loads() -> None:
     record = load_run(Path(__file__).parent / "data" / "schema" / "run-v6.json")
     assert record.flows is not None and [f.kind for f in record.flows] == ["quic", "tcp"]
     assert json.loads(record.model_dump_json())["flows"][1]["verified"] == "iperf3"
+
+
+@pytest.mark.usefixtures("local_testbed")
+def test_upload_flows_send_through_the_bottleneck_on_the_way_to_the_server(tmp_path,
+                                                                          local_testbed):
+    """A QUIC flow uploading on two streams beside a kernel TCP upload: the clients send,
+    the bottleneck sits on the way to the server, each stream's file is hashed where it
+    landed (the server node) as a prefix of its source, iperf3 ran without -R, and the
+    per-flow series follow the packets to the servers' ports."""
+    from interop_runner.analysis import load_flow_results
+
+    cfg = flows_config(tmp_path, "up", "[{server: quic-go, client: quic-go, workload: "
+                       "{kind: upload, streams: 2}}, {tcp: cubic, start: 1s, workload: "
+                       "{kind: upload}}]", "duration: 4s")
+    attempt, record = run_flows(tmp_path, cfg)
+    assert record["status"] == "ok", record["reason"]
+    quic, tcp = record["flows"]
+    assert [f["label"] for f in record["flows"]] == ["quic-go/reno/upload-2x1",
+                                                     "tcp/cubic/upload"]
+    assert (quic["workload"]["kind"], quic["workload"]["streams"]) == ("upload", 2)
+    assert [(t["direction"], t["node"], t["verified"]) for t in quic["transfers"]] == \
+        [("upload", "server", "prefix")] * 2
+    assert quic["bytes_received"] == sum(t["bytes"] for t in quic["transfers"]) > 100_000
+    assert tcp["verified"] == "iperf3" and tcp["bytes_received"] > 100_000
+    report = json.loads((attempt / "flow-1" / "client" / "client.stdout.log").read_text())
+    assert report["start"]["test_start"]["reverse"] == 0  # the client sent
+    assert record["path"]["key"].endswith("-upload")  # the path of the upload direction
+    flows = load_flow_results(tmp_path / "results")
+    assert list(flows["direction"]) == ["upload", "upload"]
+    assert flows["mean_throughput_mbps"].notna().all(), flows["series_missing"].tolist()
+    # each no more than the bottleneck lets through (its packets' IP bytes), and together,
+    # by the payload the servers got over the time any flow ran, no more either
+    assert (flows["mean_throughput_mbps"] < 20.5).all()
+    total = sum(f["bytes_received"] for f in record["flows"]) * 8
+    assert total / ((max(f["end_ns"] for f in record["flows"])
+                     - min(f["start_ns"] for f in record["flows"])) / 1e9) < 20e6
+    assert_nodes_clean(local_testbed)

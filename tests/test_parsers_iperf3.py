@@ -22,7 +22,8 @@ def test_tcp_reverse() -> None:
     """One TCP flow server -> client (-R, BBR, 1 s omitted): the client's receiver summary."""
     res = parse_iperf3(read("iperf3-tcp-reverse.json"))
     assert res == IperfResult(protocol="TCP", received_bps=19128237.807961915, seconds=3.999967,
-                              mss=1448, congestion="bbr", lost_packets=None, packets=None)
+                              mss=1448, congestion="bbr", lost_packets=None, packets=None,
+                              received_bytes=9564040)
     # at the wire (IP, TCP with timestamps, Ethernet: 66 bytes per 1448) it is the tbf's rate
     assert res.received_bps * (1448 + 66) / 1448 == pytest.approx(20e6, rel=0.002)
 
@@ -34,7 +35,8 @@ def test_udp_reverse_receiver_not_sender() -> None:
     data = json.loads(read("iperf3-udp-reverse.json"))["end"]
     assert data["sum"]["bits_per_second"] == pytest.approx(26e6, rel=0.001)
     assert res == IperfResult(protocol="UDP", received_bps=19425882.352941178, seconds=3.000075,
-                              mss=None, congestion=None, lost_packets=1682, packets=6757)
+                              mss=None, congestion=None, lost_packets=1682, packets=6757,
+                              received_bytes=7284888)
     assert res.received_bps * (1448 + 42) / 1448 == pytest.approx(20e6, rel=0.003)
 
 

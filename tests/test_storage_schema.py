@@ -98,10 +98,14 @@ def test_frozen_sample_loads_as_the_current_version(kind: str, version: int,
 
 
 def contains(big: Any, small: Any) -> bool:
-    """Every key of ``small`` (recursively in objects) is in ``big`` with the same value."""
+    """Every key of ``small`` (recursively in objects, and in the objects of lists, item by
+    item) is in ``big`` with the same value."""
     if isinstance(small, dict):
         return isinstance(big, dict) and all(k in big and contains(big[k], v)
                                              for k, v in small.items())
+    if isinstance(small, list):
+        return isinstance(big, list) and len(big) == len(small) and \
+            all(contains(b, s) for b, s in zip(big, small))
     return bool(big == small)
 
 
@@ -263,3 +267,15 @@ def test_a_fresh_campaign_record_round_trips(tmp_path: Path) -> None:
     assert data["sessions"] == [{"status": "running", "finished_at": None}]
     assert data["skipped_runs"] == 2
     assert CampaignRecord.model_validate(data) == again
+
+
+def test_run_v9_upgrade_gives_every_flow_its_download() -> None:
+    """A version 8 flow downloaded its size or for its duration on one stream of one
+    connection; its files were not kept per flow."""
+    stored, data = raw(SCHEMA_DIR / "run-v6.json"), read_run(SCHEMA_DIR / "run-v6.json")
+    assert data["flows"] and len(data["flows"]) == len(stored["flows"])
+    for before, after in zip(stored["flows"], data["flows"]):
+        assert after["workload"] == {"kind": "download", "size_bytes": before["size_bytes"],
+                                     "duration_s": before["duration_s"], "streams": 1,
+                                     "connections": 1}
+        assert after["transfers"] is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from interop_runner.config.workload import Transfer, Workload
 from interop_runner.measure.transfers import (
     Files,
@@ -17,6 +19,9 @@ from interop_runner.measure.transfers import (
 from .test_node_local import local_pair, needs_tools
 
 SIZE = 1000
+
+
+DATA = Path(__file__).parent / "data" / "path"
 
 
 def files(workload: Workload) -> Files:
@@ -76,3 +81,34 @@ def test_landed_files_are_hashed_and_stopped_ones_checked_as_prefixes(tmp_path):
     assert recs[1].reason == "the 5000 bytes of bad.bin differ from its source's first 5000"
     assert recs[2].reason == "stopped at its duration with no gone"
     node.close()
+
+
+def test_a_kernel_tcp_flow_is_counted_by_its_iperf3_report() -> None:
+    """Real iperf3 output (-R, BBR): its receiver's bytes; another congestion control than
+    asked, or no report, is a failure with its reason, never a count."""
+    from interop_runner.measure.transfers import iperf_received
+
+    report = (DATA / "iperf3-tcp-reverse.json").read_text()
+    assert iperf_received(report, "", "bbr", stopped=False) == (9564040, "")
+    assert iperf_received(report, "", "cubic", stopped=False) == (
+        None, "iperf3's sender used bbr, not cubic")
+    got, reason = iperf_received("iperf3: error - unable to connect", "", "bbr", stopped=False)
+    assert got is None and reason.startswith("iperf3 printed no result: iperf3: not JSON")
+
+
+def test_a_kernel_tcp_flow_stopped_at_its_duration_counts_what_its_receiver_got() -> None:
+    """Real reports of clients stopped by SIGINT at the flow's duration: a download's client
+    (the receiver, -R, reno) counts what it got by then; an upload's client (the sender) has no
+    receiver count, so the server's report is read. Only a flow stopped at its duration may
+    end so: otherwise the interrupt is a failure."""
+    from interop_runner.measure.transfers import iperf_received
+
+    download = (DATA / "iperf3-tcp-reverse-interrupted.json").read_text()
+    assert iperf_received(download, "", "reno", stopped=True) == (5215696, "")
+    got, reason = iperf_received(download, "", "reno", stopped=False)
+    assert got is None
+    assert reason == "iperf3 printed no result: iperf3: interrupt - the client has terminated"
+    upload_server = (DATA / "iperf3-tcp-server-interrupted.json").read_text()
+    upload_client = (DATA / "iperf3-tcp-sender-interrupted.json").read_text()
+    assert iperf_received(upload_client, upload_server, "bbr", stopped=True) == (0, "")
+    assert iperf_received(upload_server, upload_client, "bbr", stopped=True) == (25034752, "")

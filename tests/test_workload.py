@@ -122,12 +122,47 @@ def test_transfer_bytes_and_the_client_timeout_count_every_stream_and_direction(
     assert cfg.client_timeout() == pytest.approx(60 + 16 * 2**20 * 8 / 50e6)
 
 
-def test_a_workload_for_flows_is_refused_for_now():
+def test_a_flows_campaign_takes_its_workloads_per_flow():
+    """The campaign's workload would say nothing of which flow moves what: refused; each
+    flow gives its own, and over a path they all go one way (its bottleneck shapes one)."""
     body = {k: v for k, v in BASE.items() if k != "pairs"}
     flows = [{"server": "quic-go", "client": "quic-go", "duration": "5s"}]
-    with pytest.raises(ValidationError, match="workload: the flows"):
+    with pytest.raises(ValidationError, match="gives each flow its own"):
         CampaignConfig.model_validate({**body, "flows": flows, "workload": {"kind": "upload"}},
                                       context=WRITTEN)
+    up = {"server": "quiche", "client": "quiche", "duration": "5s",
+          "workload": {"kind": "upload", "streams": 2}}
+    cfg = CampaignConfig.model_validate({**body, "flows": [*flows, up, {
+        "tcp": "cubic", "duration": "5s", "workload": {"kind": "upload"}}]}, context=WRITTEN)
+    assert [w.kind for w in cfg.workloads()] == ["download", "upload", "upload"]
+    assert cfg.data_directions() == {"download", "upload"}
+    assert [w.streams for w in cfg.file_workloads()] == [1, 2]  # iperf3 sends no file
+    path = {"rate": "20mbit", "rtt": "10ms"}
+    with pytest.raises(ValidationError, match="every flow's data must go one way"):
+        CampaignConfig.model_validate({**body, "flows": [*flows, up], "path": path},
+                                      context=WRITTEN)
+    both = {**up, "workload": {"kind": "bidirectional"}}
+    with pytest.raises(ValidationError, match=r"flows\[0\].workload: a bidirectional"):
+        CampaignConfig.model_validate({**body, "flows": [both], "path": path}, context=WRITTEN)
+
+
+@pytest.mark.parametrize("workload, message", [
+    ({"kind": "upload", "size": "1MB"}, "a flow's amount is its `size`"),
+    ({"kind": "upload", "duration": "2s"}, "a flow's amount is its `size`"),
+])
+def test_a_flows_amount_is_the_flows_own(workload: dict[str, str], message: str) -> None:
+    body = {k: v for k, v in BASE.items() if k != "pairs"}
+    flows = [{"server": "quiche", "client": "quiche", "duration": "5s", "workload": workload}]
+    with pytest.raises(ValidationError, match=message):
+        CampaignConfig.model_validate({**body, "flows": flows}, context=WRITTEN)
+
+
+def test_a_tcp_flow_moves_one_way_on_one_connection() -> None:
+    body = {k: v for k, v in BASE.items() if k != "pairs"}
+    for workload in ({"kind": "bidirectional"}, {"kind": "upload", "streams": 2}):
+        with pytest.raises(ValidationError, match="a tcp flow is one iperf3 connection"):
+            CampaignConfig.model_validate({**body, "flows": [
+                {"tcp": "cubic", "duration": "5s", "workload": workload}]}, context=WRITTEN)
 
 
 def test_the_kind_sweeps_and_the_size_does_not():

@@ -20,7 +20,6 @@ from interop_runner.config.flows import (
     MAX_FLOWS,
     FlowConfig,
     FlowSet,
-    parse_duration,
     written_seconds,
 )
 from interop_runner.config.implementations import (
@@ -35,6 +34,7 @@ from interop_runner.config.workload import Workload
 from interop_runner.config.written import (
     SECONDS_UNITS,
     SIZE_UNITS,
+    parse_duration,
     refuse_bare,
     written,
 )
@@ -232,19 +232,47 @@ class CampaignConfig(Strict):
     @model_validator(mode="after")
     def _workload_runs(self) -> "CampaignConfig":
         """A workload the runner cannot carry out is refused, also when a sweep made it."""
-        if self.path is not None and self.workload.kind == "bidirectional":
-            raise ValueError("workload: a bidirectional workload over `path` needs a calibrated "
-                             "bottleneck in each direction, which paths do not build yet: "
-                             "measure download and upload apart")
         if self.flows is not None and not self.workload.is_default:
-            raise ValueError("workload: the flows of a `flows:` campaign download (a workload "
-                             "per flow is not there yet): leave `workload` out")
-        receiver_only = [k for k in RECEIVER_PARAMS if getattr(self.params, k) is not None]
-        if self.workload.uploads and receiver_only:
-            raise ValueError(f"params.{receiver_only[0]} is asked of the client as the data "
-                             f"receiver, but in a {self.workload.kind} workload the server "
-                             "receives: it would not take effect")
+            raise ValueError("workload: a `flows:` campaign gives each flow its own "
+                             "(flows[i].workload): leave the campaign's out")
+        for key, work, params in self._workloads_with_params():
+            if self.path is not None and work.kind == "bidirectional":
+                raise ValueError(f"{key}: a bidirectional workload over `path` needs a "
+                                 "calibrated bottleneck in each direction, which paths do not "
+                                 "build yet: measure download and upload apart")
+            receiver_only = [k for k in RECEIVER_PARAMS if getattr(params, k) is not None]
+            if work.uploads and receiver_only:
+                raise ValueError(f"params.{receiver_only[0]} is asked of the client as the "
+                                 f"data receiver, but in {key}'s {work.kind} workload the "
+                                 "server receives: it would not take effect")
+        if self.path is not None and len(self.data_directions()) > 1:
+            raise ValueError("flows: over `path` every flow's data must go one way (its "
+                             "bottleneck shapes one direction), but some flows download and "
+                             "some upload: measure them in two campaigns")
         return self
+
+    def _workloads_with_params(self) -> list[tuple[str, Workload, StandardParams]]:
+        """(key, workload, standard parameters) of each workload that runs: the campaign's,
+        or each flow's."""
+        if self.flows is None:
+            return [("workload", self.workload, self.params)]
+        return [(f"flows[{i}].workload", f.work, f.std_params(self.params))
+                for i, f in enumerate(self.flows)]
+
+    def workloads(self) -> list[Workload]:
+        """Every workload an attempt runs: the campaign's, or each of its flows'."""
+        return [work for _, work, _ in self._workloads_with_params()]
+
+    def file_workloads(self) -> list[Workload]:
+        """The workloads whose bytes are files on the nodes: the campaign's, or its QUIC
+        flows' (a kernel TCP flow's iperf3 sends no file)."""
+        if self.flows is None:
+            return [self.workload]
+        return [f.work for f in self.flows if f.kind == "quic"]
+
+    def data_directions(self) -> set[str]:
+        """The directions the attempts' data go: ``download`` and/or ``upload``."""
+        return {d for w in self.workloads() for d in w.directions}
 
     @model_validator(mode="after")
     def _takes_effect(self, info: ValidationInfo) -> "CampaignConfig":
@@ -297,8 +325,9 @@ class CampaignConfig(Strict):
         return [Pair(server=s, client=c) for s in self.servers for c in self.clients]
 
     def flow_pairs(self) -> list[Pair]:
-        """The distinct implementation pairs of ``flows``, as written."""
-        seen = {(f.server, f.client): None for f in self.flows or [] if f.kind == "quic"}
+        """The distinct implementation pairs of ``flows``, as written (``tcp``, ``tcp`` for
+        kernel TCP reference flows: implementations/tcp)."""
+        seen = {f.sides: None for f in self.flows or []}
         return [Pair(server=str(s), client=str(c)) for s, c in seen]
 
     def substitute(self, pair: Pair) -> Pair:
@@ -317,9 +346,9 @@ class CampaignConfig(Strict):
 
     def transfer_bytes(self) -> int:
         """The bytes an attempt moves in all: ``file_size`` per stream, connection and
-        direction of the workload."""
-        w = self.workload
-        return self.file_size * w.streams * w.connections * len(w.directions)
+        direction of the workload (of flows: the largest flow's)."""
+        return max(self.file_size * w.streams * w.connections * len(w.directions)
+                   for w in self.workloads())
 
     def client_timeout(self) -> float:
         """Client timeout: configured, else 60 s plus the transfer time at 50 Mbit/s."""

@@ -17,27 +17,22 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from interop_runner.config.params import CongestionControl, StandardParams
-from interop_runner.config.written import SECONDS_UNITS, SIZE_UNITS, refuse_bare
+from interop_runner.config.workload import Workload
+from interop_runner.config.written import (
+    MAX_SECONDS,
+    SECONDS_UNITS,
+    SIZE_UNITS,
+    parse_duration,
+    refuse_bare,
+)
 from interop_runner.units import parse_seconds, positive_size
 
 MAX_FLOWS = 32  # ports port .. port + 31 on each node; each flow's processes on both nodes
 FlowKind = Literal["quic", "tcp"]
-MAX_SECONDS = 86400.0  # the longest duration, start offset or timeout a config may give
+#: the implementation (implementations/tcp) both sides of a kernel TCP reference flow run
+KERNEL_TCP = "tcp"
 _LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
 _PIN = re.compile(r"@([01])(?=#\d+$|$)")  # a label's link pin: quic-go/reno@0, tcp/cubic@1#2
-
-
-def parse_duration(value: Any) -> float | None:
-    """A positive duration in seconds of at most a day (:func:`parse_seconds`), None for
-    None."""
-    if value is None:
-        return None
-    seconds = parse_seconds(value)
-    if seconds <= 0:
-        raise ValueError("a duration must be positive")
-    if seconds > MAX_SECONDS:
-        raise ValueError(f"{value!r} is more than a day ({MAX_SECONDS:.0f} s)")
-    return seconds
 
 
 def written_seconds(value: Any, info: ValidationInfo) -> float:
@@ -64,6 +59,10 @@ class FlowConfig(BaseModel):
     size: int | None = None  # bytes to download (QUIC: a file of this size; TCP: iperf3 -n)
     link: Literal["both", "0", "1"] | None = None  # two-link paths: pinned or split
     label: str | None = None  # a name for the flow (default from what it is)
+    # what the flow moves (docs/workloads.md): kind, streams, connections; its amount is the
+    # flow's `size` or `duration` (QUIC: the campaign's `file_size` per stream). None: one
+    # download, as before flows had workloads
+    workload: Workload | None = None
 
     @field_validator("start", mode="before")
     @classmethod
@@ -129,7 +128,32 @@ class FlowConfig(BaseModel):
                              "(`size` is for tcp flows) or give a duration")
         if self.size is not None and self.duration is not None:
             raise ValueError("give a flow a size or a duration, not both")
+        if self.workload is not None:
+            self._check_workload(self.workload)
         return self
+
+    def _check_workload(self, w: Workload) -> None:
+        """A flow's workload says what it moves; how much is the flow's own key."""
+        if w.size is not None or w.duration is not None:
+            raise ValueError("workload: a flow's amount is its `size` (tcp) or the campaign's "
+                             "`file_size` (QUIC), its time its `duration`: not workload.size "
+                             "or workload.duration")
+        if self.tcp is not None and (w.kind == "bidirectional" or w.streams > 1
+                                     or w.connections > 1):
+            raise ValueError("workload: a tcp flow is one iperf3 connection one way: kind "
+                             "download or upload, no streams or connections")
+
+    @property
+    def work(self) -> Workload:
+        """The flow's workload (the default download when it gives none)."""
+        return self.workload if self.workload is not None else Workload()
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        """The server and client implementation as written (kernel TCP's for a tcp flow)."""
+        if self.server is not None and self.client is not None:
+            return self.server, self.client
+        return KERNEL_TCP, KERNEL_TCP
 
     @property
     def kind(self) -> FlowKind:
@@ -159,11 +183,16 @@ class FlowConfig(BaseModel):
 
     def default_label(self, params: StandardParams, offered: Sequence[str] = ()) -> str:
         """``quic-go/cubic``, ``quiche-lsquic/bbr`` (server-client when they differ),
-        ``tcp/cubic``; ``@link`` when pinned."""
+        ``tcp/cubic``; a workload other than one download after it (``quiche/cubic/upload``,
+        ``quinn/bbr/download-4x2``); ``@link`` when pinned."""
         what = "tcp" if self.tcp is not None else (
             self.server if self.server == self.client else f"{self.server}-{self.client}")
         pin = f"@{self.link}" if self.link in ("0", "1") else ""
-        return f"{what}/{self.cc(params, offered)}{pin}"
+        w = self.work
+        # what a non-default workload adds: /upload, /download-4x2 (streams x connections)
+        shape = "" if w.streams == w.connections == 1 else f"-{w.streams}x{w.connections}"
+        work = "" if w.kind == "download" and not shape else f"/{w.kind}{shape}"
+        return f"{what}/{self.cc(params, offered)}{work}{pin}"
 
 
 class FlowSet(BaseModel):

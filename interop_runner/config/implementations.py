@@ -238,6 +238,9 @@ class ImplementationMeta(BaseModel):
     reno_backoff: RenoBackoff | None = None
     # which workloads its harness runs (docs/implementations.md, "Workloads")
     workloads: WorkloadSupport = WorkloadSupport()
+    # how what the client received is checked: each transfer's file hashed where it landed,
+    # or (kernel TCP, no payload of its own) the receiver's count in iperf3's JSON report
+    verified_by: Literal["hash", "iperf3"] = "hash"
 
     @property
     def is_image(self) -> bool:
@@ -401,7 +404,8 @@ def flow_unsupported(flow: FlowConfig, params: StandardParams, server: Implement
         offered = meta.supports.congestion_control
         if cc is not None and offered and cc not in offered:
             return f"{meta.name} ({role}) offers no {cc} (it offers: {', '.join(offered)})"
-    return why_unsupported(flow.std_params(params), server, client, common_alpn(server, client))
+    return why_unsupported(flow.std_params(params), server, client, common_alpn(server, client),
+                           flow.work)
 
 
 _CIPHER_SHORT = {"TLS_AES_128_GCM_SHA256": "AES-128-GCM", "TLS_AES_256_GCM_SHA384": "AES-256-GCM",

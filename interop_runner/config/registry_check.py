@@ -29,8 +29,9 @@ class _ImplementationCheck:
         self.known = ", ".join(sorted(registry)) or "none"
         self.errors: list[str] = []
 
-    def name(self, key: str, name: str, role: str) -> None:
-        """``name`` must resolve (registry or variant) and have ``role``."""
+    def name(self, key: str, name: str, role: str, pair: bool = False) -> None:
+        """``name`` must resolve (registry or variant) and have ``role``; in a pair
+        (``pair``), it must not be the kernel TCP reference, which runs only as a flow."""
         try:
             meta = resolve(name, self.registry, self.cfg.implementations)
         except KeyError as exc:
@@ -46,6 +47,9 @@ class _ImplementationCheck:
         if role not in meta.roles:
             self.errors.append(f"{self.source}: {key}: implementation {name!r} has no "
                                f"{role} role")
+        if pair and meta.verified_by == "iperf3":
+            self.errors.append(f"{self.source}: {key}: {name!r} is the kernel TCP reference; "
+                               "it runs as a flow ({tcp: cubic} in flows:), not in pairs")
 
     def variants(self) -> None:
         """``implementations:``: variant names, their base and source tree."""
@@ -86,16 +90,16 @@ class _ImplementationCheck:
                 p.server == as_written for p in cfg.written_pairs() + cfg.flow_pairs())
                 else "client")
         for i, name in enumerate(cfg.servers):
-            self.name(f"servers[{i}]", name, "server")
+            self.name(f"servers[{i}]", name, "server", pair=True)
         for i, name in enumerate(cfg.clients):
-            self.name(f"clients[{i}]", name, "client")
+            self.name(f"clients[{i}]", name, "client", pair=True)
         for i, pair in enumerate(cfg.pairs or []):
-            self.name(f"pairs[{i}].server", pair.server, "server")
-            self.name(f"pairs[{i}].client", pair.client, "client")
+            self.name(f"pairs[{i}].server", pair.server, "server", pair=True)
+            self.name(f"pairs[{i}].client", pair.client, "client", pair=True)
         for i, flow in enumerate(cfg.flows or []):
             if flow.server is not None and flow.client is not None:
-                self.name(f"flows[{i}].server", flow.server, "server")
-                self.name(f"flows[{i}].client", flow.client, "client")
+                self.name(f"flows[{i}].server", flow.server, "server", pair=True)
+                self.name(f"flows[{i}].client", flow.client, "client", pair=True)
 
     def parameters(self, side: str) -> None:
         """``<side>_params:``: every key declared by the implementation, every value valid."""

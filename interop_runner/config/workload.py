@@ -20,9 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from interop_runner.config.flows import parse_duration
 from interop_runner.config.strict import Strict
-from interop_runner.config.written import SECONDS_UNITS, SIZE_UNITS, refuse_bare
+from interop_runner.config.written import SECONDS_UNITS, SIZE_UNITS, parse_duration, refuse_bare
 from interop_runner.units import positive_size
 
 WorkloadKind = Literal["download", "upload", "bidirectional"]

@@ -16,8 +16,10 @@ from typing import Any
 
 from pydantic import ValidationInfo
 
-__all__ = ["RATE_UNITS", "SECONDS_UNITS", "SIZE_UNITS", "TIME_UNITS", "WRITTEN", "bare_message",
-           "is_bare", "refuse_bare", "written"]
+from interop_runner.units import parse_seconds
+
+__all__ = ["MAX_SECONDS", "RATE_UNITS", "SECONDS_UNITS", "SIZE_UNITS", "TIME_UNITS", "WRITTEN",
+           "bare_message", "is_bare", "parse_duration", "refuse_bare", "written"]
 
 # the validation context of text a user wrote (model_validate(data, context=WRITTEN))
 WRITTEN: dict[str, Any] = {"written_by_user": True}
@@ -25,6 +27,7 @@ TIME_UNITS = "us, ms or s, e.g. 50ms"
 SECONDS_UNITS = "ms, s or min, e.g. 60s"
 RATE_UNITS = "bit, kbit, mbit or gbit, e.g. 20mbit"
 SIZE_UNITS = "B, KiB, MiB, GiB, kB, MB, GB, e.g. 64KiB"
+MAX_SECONDS = 86400.0  # the longest duration, start offset or timeout a config may give
 
 
 def written(info: ValidationInfo) -> bool:
@@ -49,3 +52,16 @@ def refuse_bare(value: Any, info: ValidationInfo, units: str) -> None:
     :data:`WRITTEN`): it must carry one of ``units``."""
     if is_bare(value) and written(info):
         raise ValueError(bare_message(value, units))
+
+
+def parse_duration(value: Any) -> float | None:
+    """A positive duration in seconds of at most a day (:func:`parse_seconds`), None for
+    None."""
+    if value is None:
+        return None
+    seconds = parse_seconds(value)
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{value!r} is more than a day ({MAX_SECONDS:.0f} s)")
+    return seconds

@@ -32,6 +32,7 @@ from interop_runner.measure.transfers import (
     check_prefixes,
     failure,
     hash_landed,
+    iperf_received,
     make_links,
     receiver,
     sender,
@@ -39,7 +40,7 @@ from interop_runner.measure.transfers import (
 )
 from interop_runner.remote.executor import Background, CommandTimeout
 from interop_runner.storage.layout import utc_now
-from interop_runner.storage.run_record import HOST_KEYS, RunRecord, Side, Status
+from interop_runner.storage.run_record import HOST_KEYS, RunRecord, Side, Status, Verified
 from interop_runner.testbed.knobs import KnobState, NodeKnobs
 from interop_runner.testbed.node import Node
 from interop_runner.units import goodput_mbps
@@ -54,6 +55,8 @@ _READY = (
     'done'
 )
 # $0 the file, $1 the hash command (b3sum, sha256sum): its size and digest, or "missing"
+# how long a one-test server (iperf3 -1) may take to write its report once its client ended
+_SERVER_REPORT_S = 15.0
 _VERIFY = 'if [ -f "$0" ]; then stat -c %s -- "$0"; "$1" -- "$0"; else echo missing; fi'
 
 
@@ -93,6 +96,12 @@ class AttemptPlan:
     # the client's file to upload and its digest ("" when the workload has no upload)
     upload_name: str = ""
     upload_digest: str = ""
+
+    def workload_record(self) -> dict[str, Any]:
+        """What the attempt moves, as run.json keeps it (``workload``)."""
+        w = self.workload
+        return {"kind": w.kind, "size_bytes": self.file_size, "duration_s": self.duration_s,
+                "streams": w.streams, "connections": w.connections}
 
     def digest(self, direction: Direction) -> str:
         """The source digest of ``direction``'s transfers."""
@@ -157,10 +166,7 @@ def new_record(plan: AttemptPlan, server: Node, client: Node) -> RunRecord:
         cell={"server": plan.cell[0], "client": plan.cell[1]} if plan.cell else None,
         file_size=plan.file_size, hash_algorithm=plan.hash_algorithm,
         digest_expected=plan.file_digest if plan.workload.downloads else plan.upload_digest,
-        monitors=dict(plan.monitors),
-        workload={"kind": plan.workload.kind, "size_bytes": plan.file_size,
-                  "duration_s": plan.duration_s, "streams": plan.workload.streams,
-                  "connections": plan.workload.connections},
+        monitors=dict(plan.monitors), workload=plan.workload_record(),
     )
 
 
@@ -270,6 +276,7 @@ class Attempt:
         }
         base.update(p.resolved(side).env)
         base.update(p.workload.env())
+        base.update(self.amount_env())
         if node.cfg.role == "server":
             base["WWW"] = node.www
             base["UPLOADS"] = self.uploads if p.workload.uploads else ""
@@ -279,6 +286,14 @@ class Attempt:
             base["UPLOAD_REQUESTS"] = self.urls(host, "upload")
             base["UPLOADS"] = node.www if p.workload.uploads else ""
         return node.script_env(side.meta, base, side.params)
+
+    def amount_env(self) -> dict[str, str]:
+        """``SIZE``: the bytes of each transfer; ``DURATION``: the seconds after which the
+        client is stopped ("" without one). A harness that moves no files (kernel TCP's
+        iperf3) sizes its test by them; the others serve and fetch files of SIZE bytes."""
+        p = self.plan
+        return {"SIZE": str(p.file_size),
+                "DURATION": "" if p.duration_s is None else f"{p.duration_s:g}"}
 
     def urls(self, host: str, direction: Direction) -> str:
         """``REQUESTS`` (download) or ``UPLOAD_REQUESTS`` (upload): one URL per transfer."""
@@ -537,11 +552,23 @@ class Attempt:
             return
         self.verify()
 
+    def verified_as(self) -> Verified | None:
+        """How what the attempt moved was verified: ``hash`` or ``prefix`` (every transfer
+        alike), ``iperf3`` (its report), None (not verified, or transfers told apart)."""
+        if self.plan.client.meta.verified_by == "iperf3":
+            return "iperf3" if self.record.status == "ok" else None
+        verified = {t.verified for t in self.record.transfers or []}
+        return verified.pop() if len(verified) == 1 else None
+
     def verify(self) -> None:
         """Size and digest of every transfer's file, hashed after the transfer on the node
         where it landed (the client's downloads, the server's uploads); the goodput of each
-        direction and of the attempt when every one is verified."""
+        direction and of the attempt when every one is verified. A client verified by its
+        iperf3 report is read instead (:meth:`_read_iperf`)."""
         p, rec = self.plan, self.record
+        if p.client.meta.verified_by == "iperf3":
+            self._read_iperf()
+            return
         checked = []
         for direction in p.workload.directions:
             node = self.client if receiver(direction) == "client" else self.server
@@ -577,6 +604,47 @@ class Attempt:
             rec.goodput_down_mbps = goodput_mbps(moved["download"], rec.duration_s)
         if "upload" in moved:
             rec.goodput_up_mbps = goodput_mbps(moved["upload"], rec.duration_s)
+
+    def _read_iperf(self) -> None:
+        """iperf3's own account (kernel TCP has no payload of its own to hash): the bytes its
+        receiver got, by the receiver's report (the client's for a download, the server's for
+        an upload), and the congestion control its sender used, which must be the one asked
+        for."""
+        rec = self.record
+        client = self._log_text(self.client, f"{self.client_logs}/client.stdout.log")
+        server = ""
+        if self.plan.workload.uploads:
+            if not self._server_ended():
+                rec.status, rec.reason = "failed", "iperf3's server did not end after its test"
+                return
+            server = self._log_text(self.server, f"{self.server_logs}/server.stdout.log")
+        receiver, sender = (server, client) if self.plan.workload.uploads else (client, server)
+        received, reason = iperf_received(receiver, sender, self.plan.std_params.congestion_control,
+                                          bool(rec.stopped_at_duration))
+        if received is None:
+            rec.status, rec.reason = "failed", reason
+            return
+        rec.bytes_received, rec.status, rec.reason = received, "ok", None
+        if rec.duration_s:
+            rec.goodput_mbps = goodput_mbps(rec.bytes_received, rec.duration_s)
+            if self.plan.workload.uploads:
+                rec.goodput_up_mbps = rec.goodput_mbps
+            else:
+                rec.goodput_down_mbps = rec.goodput_mbps
+
+    @staticmethod
+    def _log_text(node: Node, path: str) -> str:
+        return node.run(["cat", path], check=False).stdout
+
+    def _server_ended(self) -> bool:
+        """Wait for a one-test server (iperf3 -1) to write its report and exit."""
+        if self._server_proc is None:
+            return False
+        try:
+            self.server.executor.wait(self._server_proc, _SERVER_REPORT_S)
+        except CommandTimeout:
+            return False
+        return True
 
     def _negotiated(self) -> None:
         """Read what each library reported after its handshake; flag any mismatch."""

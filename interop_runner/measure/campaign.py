@@ -23,7 +23,7 @@ from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import Attempt, AttemptPlan, not_run_record
 from interop_runner.measure.deferred import DeferredWork
 from interop_runner.measure.flow_plan import first_pair, flow_pins, plan_flows
-from interop_runner.measure.flows import KERNEL_TCP, FlowsAttempt
+from interop_runner.measure.flows import FlowsAttempt
 from interop_runner.measure.hooks import CampaignHooks, OnRecord, Progress
 from interop_runner.measure.outcome import (
     CampaignResult,
@@ -39,7 +39,6 @@ from interop_runner.measure.path_session import (
     routed,
 )
 from interop_runner.measure.plan import (
-    FLOWS,
     CampaignPlan,
     PlannedRun,
     build_plan,
@@ -371,8 +370,10 @@ class Campaign:
             write_run(out.parent / f"attempt-{orphan}", lost)
         # the path first: a calibration that stops the campaign leaves no empty attempt
         vcfg = run.cfg or cfg
-        pins = flow_pins(vcfg, self.port) if run.server == FLOWS else None  # pairs: none
-        direction: Direction = "upload" if vcfg.workload.kind == "upload" else "download"
+        pins = flow_pins(vcfg, self.port) if run.flow_set else None  # pairs: none
+        # the bottleneck sits on the data's way (one way over a path: the config checked it)
+        direction: Direction = "upload" if vcfg.data_directions() == {"upload"} \
+            else "download"
         path_run = self._paths.activate(vcfg.path, pins=pins, direction=direction) \
             if self._paths else None
         out.mkdir(parents=True)
@@ -422,7 +423,7 @@ class Campaign:
         """Run one attempt (not post-processed: :meth:`_store`); a pair whose setup failed or
         that cannot run (no common protocol, a parameter its client cannot honour) gets its
         record without running."""
-        if run.server == FLOWS:
+        if run.flow_set:
             return self._flows_attempt(run, plan, server, client, prepared, out)
         broken = [error for error in (prepared.of(side.key).setup_error for side in plan.sides)
                   if error is not None]
@@ -453,8 +454,6 @@ class Campaign:
 
     def _server_port(self, server: str) -> int:
         """The port the server listens on: the campaign's, or an image's own (QIR: 443)."""
-        if server == KERNEL_TCP.name:
-            return self.port
         image = self.meta(server).image
         return image.port if image is not None else self.port
 
@@ -462,7 +461,7 @@ class Campaign:
                       campaign_id: str) -> AttemptPlan:
         """Everything the attempt needs, from the run, the campaign and the preparation."""
         cfg, vcfg = self.cfg, run.cfg or self.cfg
-        if run.server == FLOWS:  # the attempt's sides are its first pair's (or kernel TCP)
+        if run.flow_set:  # the attempt's sides are its first pair's (or kernel TCP)
             pair = first_pair(vcfg)
             run = replace(run, server=pair[0], client=pair[1])
         return AttemptPlan(
@@ -491,8 +490,6 @@ class Campaign:
                    vcfg: CampaignConfig, prepared: Prepared) -> SidePlan:
         """One side of the run's flow: the implementation as installed in its role, with the
         parameters (``params``: the role's, per implementation) and knobs of the variant."""
-        if key.name == KERNEL_TCP.name:
-            return SidePlan(key.role, KERNEL_TCP)
         installed = prepared.of(key)
         return SidePlan(key.role, self.meta(key.name), installed.version, installed.source_hash,
                         side_params(params, key.name, run.cell, ROLES.index(key.role)),

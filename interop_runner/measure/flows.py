@@ -1,9 +1,10 @@
 """One attempt of several flows that share the path's bottleneck (a ``flows:`` campaign).
 
-Each flow has its own port, server process and client process: an implementation pair (run
+Each flow has its own port, server process and client process: an implementation pair run
 by an :class:`~interop_runner.measure.attempt.Attempt` of its own, in ``flow-<i>/`` of the
-attempt directory) or a kernel TCP reference flow (iperf3, its server on the server node
-sending, ``-R``, so its data goes the way the QUIC data goes). Every server is started first;
+attempt directory; a kernel TCP reference flow is the pair ``tcp``-``tcp``
+(implementations/tcp: iperf3, its server on the server node sending, ``-R``, so its data goes
+the way the QUIC data goes, counted by iperf3's report). Every server is started first;
 then every client is launched in the background, and each waits on the client node until its
 start time (a common origin on that node's clock plus its offset), so the schedule does not
 depend on SSH round trips. A flow with a duration is stopped then (``timeout -s INT``): what
@@ -14,14 +15,11 @@ with the attempt (also on Ctrl-C: the clients are in the node's process journal)
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from interop_runner.config.flows import FlowConfig
-from interop_runner.config.implementations import ImplementationMeta
-from interop_runner.config.params import Supports
 from interop_runner.errors import ExecutorError
 from interop_runner.measure.attempt import (
     Attempt,
@@ -42,17 +40,12 @@ from interop_runner.units import goodput_mbps
 
 NOT_RUN = "not run: "  # the reason of a flow that did not run because another could not
 _LEAD_S = 1.0  # the common start lies this far ahead of "now": every launch fits before it
-# the sides of a kernel TCP reference flow in the record (an attempt of TCP flows only)
-KERNEL_TCP = ImplementationMeta(name="tcp", version="kernel", roles=["server", "client"],
-                                alpns=["tcp"], ready="tcp",
-                                supports=Supports(congestion_control=["cubic", "reno", "bbr"]),
-                                description="kernel TCP reference flow (iperf3)")
 
 
 @dataclass
 class FlowPlan:
     """One flow of the attempt: its configuration, label, port, congestion control, how long
-    it runs, and (an implementation pair) the plan its own Attempt runs."""
+    it runs, and the plan its own Attempt runs (a kernel TCP flow's: the pair tcp-tcp)."""
 
     index: int
     label: str
@@ -61,7 +54,7 @@ class FlowPlan:
     cc: str
     duration_s: float | None
     size: int | None
-    pair: AttemptPlan | None = None  # None: a kernel TCP flow
+    pair: AttemptPlan
     unsupported: str | None = None  # why the flow cannot run (then nothing runs)
 
     @property
@@ -75,20 +68,19 @@ class FlowPlan:
         return FlowRecord(index=self.index, label=self.label, kind=f.kind, server=f.server,
                           client=f.client, congestion_control=self.cc, link=f.link,
                           port=self.port, start_offset_s=f.start, duration_s=self.duration_s,
-                          size_bytes=self.size,
-                          server_version=self.pair.server.version if self.pair else None,
-                          client_version=self.pair.client.version if self.pair else None)
+                          size_bytes=self.size, server_version=self.pair.server.version,
+                          client_version=self.pair.client.version,
+                          workload=self.pair.workload_record())
 
 
 @dataclass
 class _Running:
-    """A flow while it runs: its record, its Attempt (a pair), its processes."""
+    """A flow while it runs: its record, its Attempt (once its server starts), its client."""
 
     plan: FlowPlan
     record: FlowRecord
     attempt: Attempt | None = None
     env: tuple[dict[str, str], dict[str, str]] | None = None  # the pair's server, client
-    server: Background | None = None  # the iperf3 server
     client: Background | None = None
 
 
@@ -180,18 +172,12 @@ class FlowsAttempt:
         if rec.status == "ok" and rec.duration_s and rec.bytes_received is not None:
             rec.goodput_mbps = goodput_mbps(rec.bytes_received, rec.duration_s)
 
-    def _tcp_logs(self, role: str, run: _Running) -> str:
-        """A kernel TCP flow's log directory on the ``role`` node (a pair flow's are its
-        Attempt's)."""
-        return f"{self.logs[role]}/{run.plan.directory}"
-
     # -- servers -------------------------------------------------------------------------------
     def _start_servers(self) -> bool:
         """Start every flow's server; False (the failing flow's record says why) when one
         does not come up."""
         for run in self._running:
-            ok = self._start_pair(run) if run.plan.pair is not None else self._start_iperf(run)
-            if not ok:
+            if not self._start_pair(run):
                 for other in self._running:
                     if other is not run:
                         other.record.reason = f"{NOT_RUN}flow {run.plan.label} did not start"
@@ -199,15 +185,14 @@ class FlowsAttempt:
         return True
 
     def _start_pair(self, run: _Running) -> bool:
-        assert run.plan.pair is not None
+        """Start the flow's server by its own Attempt (after both sides' pre scripts)."""
         attempt = Attempt(run.plan.pair, self.server, self.client,
                           self.out_dir / run.plan.directory)
         run.attempt = attempt
         senv = attempt.side_env(self.server, attempt.server_logs, run.plan.pair.server)
         cenv = attempt.side_env(self.client, attempt.client_logs, run.plan.pair.client)
         run.env = (senv, cenv)
-        self.server.run(["mkdir", "-p", attempt.server_logs])
-        self.client.run(["mkdir", "-p", attempt.client_logs, attempt.downloads])
+        attempt.prepare_files()  # its directories, and its streams' links to the sources
         meta = run.plan.pair.server.meta
         ok = attempt.run_script(self.server, meta, "pre", senv) and \
             attempt.run_script(self.client, run.plan.pair.client.meta, "pre", cenv) and \
@@ -216,30 +201,6 @@ class FlowsAttempt:
             run.record.status = attempt.record.status
             run.record.reason = attempt.record.reason
         return ok
-
-    def _start_iperf(self, run: _Running) -> bool:
-        logs, port = self._tcp_logs("server", run), run.plan.port
-        # a leftover listener would make the readiness check lie and serve the client
-        busy = self.server.run(["ss", "-H", "-ltn", f"sport = :{port}"]).stdout.strip()
-        if busy:
-            run.record.status = "failed"
-            run.record.reason = f"port {port} is already in use on {self.server.name}: " \
-                                f"{busy[:200]}"
-            return False
-        self.server.run(["mkdir", "-p", logs])
-        run.server = self.server.executor.start(
-            ["iperf3", "-s", "-1", "-p", str(port)], stdout=f"{logs}/iperf3-server.log",
-            stderr=f"{logs}/iperf3-server.err")
-        try:
-            self.server.run(["sh", "-c", 'until ss -Hltn "sport = :$0" | grep -q .; do '
-                             'if [ -s "$1" ]; then exit 1; fi; sleep 0.005; done',
-                             str(port), run.server.exit_file],
-                            timeout=self.plan.server_ready_timeout)
-        except (CommandTimeout, ExecutorError):
-            run.record.status = "failed"
-            run.record.reason = f"iperf3 server not listening on port {port}"
-            return False
-        return True
 
     # -- clients -------------------------------------------------------------------------------
     def _measure(self) -> None:
@@ -289,20 +250,14 @@ class FlowsAttempt:
     def _client_command(self, run: _Running
                         ) -> tuple[list[str], str, str | None, dict[str, str] | None]:
         """(argv, logs directory, cwd, environment) of the flow's client."""
-        if run.attempt is not None and run.env is not None:
-            container = self._client_container(run)
-            if container is not None:  # created now, started by the wrapper at its time
-                container.create(run.env[1], self.server.cfg.ip, self.client.cfg.ip)
-                run.attempt.record.client.container = container.record()
-                return container.attach_argv(), run.attempt.client_logs, None, None
-            d = self.client.impl_dir(run.attempt.plan.client.meta.name)
-            return [f"{d}/run-client"], run.attempt.client_logs, d, run.env[1]
-        logs = self._tcp_logs("client", run)
-        self.client.run(["mkdir", "-p", logs])
-        p = run.plan
-        amount = ["-t", f"{p.duration_s:g}"] if p.duration_s else ["-n", str(p.size)]
-        return (["iperf3", "-c", self.server.cfg.ip, "-p", str(p.port), "-R", "-C", p.cc,
-                 *amount, "--json"], logs, None, None)
+        assert run.attempt is not None and run.env is not None
+        container = self._client_container(run)
+        if container is not None:  # created now, started by the wrapper at its time
+            container.create(run.env[1], self.server.cfg.ip, self.client.cfg.ip)
+            run.attempt.record.client.container = container.record()
+            return container.attach_argv(), run.attempt.client_logs, None, None
+        d = self.client.impl_dir(run.attempt.plan.client.meta.name)
+        return [f"{d}/run-client"], run.attempt.client_logs, d, run.env[1]
 
     def _client_timeout(self) -> float:
         """How long the last client may take: its start, its duration (or the campaign's
@@ -339,17 +294,14 @@ class FlowsAttempt:
         if container is not None:
             cpu = self._container_ended(run, container)
         rec.client_cpu_s = None if cpu[0] is None or cpu[1] is None else cpu[0] + cpu[1]
-        if run.attempt is not None:
-            side = run.attempt.record.client
-            side.cpu_user_s, side.cpu_system_s = cpu
-            side.exit_code = code
+        assert run.attempt is not None
+        side = run.attempt.record.client
+        side.cpu_user_s, side.cpu_system_s = cpu
+        side.exit_code = code
         if code != 0 and not rec.stopped_at_duration:
             self._client_failed(run, code)
             return
-        if run.attempt is not None:
-            self._verify_pair(run)
-        else:
-            self._read_iperf(run)
+        self._verify_pair(run)
         if rec.status == "ok" and rec.bytes_received is not None:
             rec.goodput_mbps = goodput_mbps(rec.bytes_received, (rec.end_ns - rec.start_ns) / 1e9)
 
@@ -368,13 +320,12 @@ class FlowsAttempt:
         return container.cpu()
 
     def _client_failed(self, run: _Running, code: int) -> None:
-        logs = run.attempt.client_logs if run.attempt is not None else \
-            self._tcp_logs("client", run)
+        assert run.attempt is not None
+        logs = run.attempt.client_logs
         err = self.client.run(["sh", "-c", 'tail -c 2000 "$0"; tail -c 2000 "$1"',
                                f"{logs}/client.stderr.log", f"{logs}/client.stdout.log"],
                               check=False).stdout
-        what = "client" if run.attempt is not None else "iperf3 client"
-        run.record.status, run.record.reason = exit_outcome(what, code, err)
+        run.record.status, run.record.reason = exit_outcome("client", code, err)
 
     def _verify_pair(self, run: _Running) -> None:
         """The pair's own Attempt verifies its download: complete by its digest, one stopped
@@ -387,27 +338,8 @@ class FlowsAttempt:
         attempt.verify()
         rec.bytes_received = attempt.record.bytes_received
         rec.status, rec.reason = attempt.record.status, attempt.record.reason
-        verified = {t.verified for t in attempt.record.transfers or []}
-        rec.verified = verified.pop() if len(verified) == 1 else None
-
-    def _read_iperf(self, run: _Running) -> None:
-        """iperf3's own account: bytes received, and the congestion control the sender used
-        (the server node's, -R)."""
-        rec = run.record
-        text = self.client.run(["cat", f"{self._tcp_logs('client', run)}/client.stdout.log"],
-                               check=False).stdout
-        try:
-            end = json.loads(text)["end"]
-            rec.bytes_received = int(end["sum_received"]["bytes"])
-            sender_cc = end.get("sender_tcp_congestion")
-        except (ValueError, KeyError, TypeError) as exc:
-            rec.status, rec.reason = "failed", f"iperf3 printed no result: {exc!r}"
-            return
-        if sender_cc is not None and sender_cc != run.plan.cc:
-            rec.status = "failed"
-            rec.reason = f"iperf3's sender used {sender_cc}, not {run.plan.cc}"
-            return
-        rec.status, rec.reason, rec.verified = "ok", None, "iperf3"
+        rec.verified = attempt.verified_as()
+        rec.transfers = attempt.record.transfers
 
     # -- the end -------------------------------------------------------------------------------
     def _finish(self) -> None:
@@ -415,12 +347,9 @@ class FlowsAttempt:
         attempt's own logs and remove them from the nodes."""
         clients = [r.client for r in self._running if r.client is not None
                    and r.client.exit_code is None]
-        servers = [r.server for r in self._running if r.server is not None]
         try:
             if clients:
                 self.client.executor.stop_many(clients, grace=5)
-            if servers:
-                self.server.executor.stop_many(servers, grace=5)
             for run in self._running:
                 if run.attempt is not None and run.env is not None:
                     try:
@@ -437,8 +366,10 @@ class FlowsAttempt:
                 node.run(["rm", "-rf", "--", self.logs[role]], check=False)
 
     def _pair_sides(self, run: _Running) -> None:
-        """The attempt's sides are its first flow's (a pair)."""
+        """The attempt's sides are its first flow's when that is a QUIC pair (a kernel TCP
+        flow's stay the plan's: the first pair's, or kernel TCP's with the campaign's
+        parameters)."""
         assert run.attempt is not None
-        if run.plan.index == 0:
+        if run.plan.index == 0 and run.plan.flow.kind == "quic":
             self.record.server = run.attempt.record.server
             self.record.client = run.attempt.record.client

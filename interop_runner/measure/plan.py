@@ -27,7 +27,8 @@ from interop_runner.storage.campaign_record import CampaignRecord, load_campaign
 from interop_runner.storage.layout import repetition_dir
 from interop_runner.storage.run_record import stored_attempts
 
-FLOWS = "flows"  # the server name of the runs of a set of flows (directories flows_<set>)
+# the server part of a set of flows' name, in its directory (flows_<set>) and cell
+FLOW_SET_NAME = "flows"
 
 
 @dataclass
@@ -45,12 +46,14 @@ class PlannedRun:
     # why the pair cannot run (no common protocol, a standard parameter the client cannot
     # honour): recorded as unsupported without running; None: it runs
     unsupported: str | None = None
+    # an attempt of the variant's set of flows (server FLOW_SET_NAME, client the set's label)
+    flow_set: bool = False
 
     @property
     def scheduled_s(self) -> float | None:
         """A run of flows that all have durations: how long its flows last (their last
         start plus duration, and the one second their common start lies ahead); else None."""
-        if self.server != FLOWS or self.cfg is None or not self.cfg.flows:
+        if not self.flow_set or self.cfg is None or not self.cfg.flows:
             return None
         flows, default = self.cfg.flows, self.cfg.duration
         ends = [f.start + d for f in flows if (d := f.runs_for(default)) is not None]
@@ -107,7 +110,7 @@ def plan_runs(cfg: CampaignConfig, seed: int | None = None,
             else _flows_run(rep, variant, vcfg, registry)
             for rep, (variant, vcfg, written) in order_runs(
                 units, cfg.repetitions, order, seed,
-                group=lambda u: (u[2].server, u[2].client) if u[2] else (FLOWS, ""))]
+                group=lambda u: (u[2].server, u[2].client) if u[2] else (FLOW_SET_NAME, ""))]
 
 
 def _pair_run(rep: int, variant: Variant, vcfg: CampaignConfig, written: Pair,
@@ -138,8 +141,8 @@ def _flows_run(rep: int, variant: Variant, vcfg: CampaignConfig,
     # --dry-run as a pair's is
     why = next((f"flow {i}: {reason}" for i, (f, m) in enumerate(zip(flows.flows, metas))
                 if m and (reason := flow_unsupported(f, vcfg.params, *m))), None)
-    return PlannedRun(FLOWS, label, rep, alpn or "", variant, vcfg, cell=(FLOWS, label),
-                      unsupported=why)
+    return PlannedRun(FLOW_SET_NAME, label, rep, alpn or "", variant, vcfg,
+                      cell=(FLOW_SET_NAME, label), unsupported=why, flow_set=True)
 
 
 def completed_keys(directory: Path, cfg: CampaignConfig, runs: list[PlannedRun]) -> set[str]:

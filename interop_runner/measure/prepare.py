@@ -73,9 +73,11 @@ class Prepared:
 
 def most_transfers(cfg: CampaignConfig, direction: str) -> int:
     """The most files one attempt of the campaign moves in ``direction`` (download, upload):
-    its variants' streams x connections; 0 when none moves data that way."""
-    return max((w.streams * w.connections for _, vcfg in variant_configs(cfg)
-                if direction in (w := vcfg.workload).directions), default=0)
+    its workloads' streams x connections (a set of flows: all its QUIC flows' together, as
+    they run at once); 0 when none moves data that way."""
+    return max((sum(w.streams * w.connections for w in vcfg.file_workloads()
+                    if direction in w.directions) for _, vcfg in variant_configs(cfg)),
+               default=0)
 
 
 def flow_tools(cfg: CampaignConfig) -> tuple[str, ...]:

@@ -6,7 +6,8 @@ A download's source is the served file in the server node's ``www``, and it land
 client's downloads directory; an upload's source is the upload file in the client node's
 ``www`` and it lands in the server's uploads directory. With several streams or connections
 each transfer has its own name (:func:`~interop_runner.config.workload.transfer_names`), a
-hard link to the one source file, so every stream is verified by itself.
+hard link to the one source file, so every stream is verified by itself. A kernel TCP flow
+moves no file: its receiver's count is read from iperf3's report (:func:`iperf_received`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from interop_runner.config.workload import Direction, Transfer, Workload, transfers
+from interop_runner.parsers.common import ParseError
+from interop_runner.parsers.iperf3 import parse_iperf3
 from interop_runner.storage.run_record import TransferRecord
 from interop_runner.testbed.files import HASH_COMMANDS
 from interop_runner.testbed.node import Node
@@ -164,3 +167,29 @@ def failure(checked: list[TransferRecord]) -> str | None:
     return (f"{len(bad)} of {len(checked)} transfers failed; first {first.direction} "
             f"{first.name} (connection {first.connection}, stream {first.stream}): "
             f"{first.reason}")
+
+
+def iperf_received(receiver: str, sender: str, asked_cc: str, stopped: bool
+                   ) -> tuple[int | None, str]:
+    """What a kernel TCP flow's receiver got by its iperf3 JSON report (no payload of its own
+    to hash), and the reason when it cannot count: no report, no byte count, or a sender that
+    ran another congestion control than ``asked_cc`` (named by either side's report). A flow
+    ``stopped`` at its duration reports after an interrupt: its counts are those up to then."""
+    try:
+        result = parse_iperf3(receiver, interrupted=stopped)
+    except ParseError as exc:
+        return None, f"iperf3 printed no result: {exc}"
+    if result.received_bytes is None:
+        return None, "iperf3's report holds no bytes received"
+    used = result.congestion or _sender_congestion(sender, stopped)
+    if used is not None and used != asked_cc:
+        return None, f"iperf3's sender used {used}, not {asked_cc}"
+    return result.received_bytes, ""
+
+
+def _sender_congestion(report: str, stopped: bool) -> str | None:
+    """The congestion control the sender's own iperf3 report names, if it can be read."""
+    try:
+        return parse_iperf3(report, interrupted=stopped).congestion
+    except ParseError:
+        return None

@@ -24,6 +24,7 @@ class IperfResult:
     congestion: str | None
     lost_packets: int | None
     packets: int | None
+    received_bytes: int | None = None  # payload bytes at the receiver (end.sum_received)
 
 
 def _get(data: dict[str, Any], *keys: str) -> Any:
@@ -35,15 +36,22 @@ def _get(data: dict[str, Any], *keys: str) -> Any:
     return node
 
 
-def parse_iperf3(text: str) -> IperfResult:
-    """Parse ``iperf3 -J`` output (ParseError on an error report or missing fields)."""
+# what iperf3 reports when its client was interrupted (SIGINT): the client's and the server's
+# words; the report still holds the counts up to then
+INTERRUPTED = ("interrupt - the client has terminated", "the client has terminated")
+
+
+def parse_iperf3(text: str, interrupted: bool = False) -> IperfResult:
+    """Parse ``iperf3 -J`` output (ParseError on an error report or missing fields). With
+    ``interrupted`` a report of a client stopped by SIGINT (a flow stopped at its duration) is
+    read too: its counts are those up to the stop."""
     try:
         data = json.loads(text)
     except ValueError:
         raise ParseError(f"iperf3: not JSON: {excerpt(text)}") from None
     if not isinstance(data, dict):
         raise ParseError("iperf3: not a JSON object")
-    if data.get("error"):
+    if data.get("error") and not (interrupted and data["error"] in INTERRUPTED):
         raise ParseError(f"iperf3: {data['error']}")
     protocol = str(_get(data, "start", "test_start", "protocol") or "TCP")
     if protocol == "UDP":
@@ -61,4 +69,5 @@ def parse_iperf3(text: str) -> IperfResult:
         mss=_get(data, "start", "tcp_mss_default"),
         congestion=_get(data, "end", "sender_tcp_congestion"),
         lost_packets=summary.get("lost_packets") if isinstance(summary, dict) else None,
-        packets=summary.get("packets") if isinstance(summary, dict) else None)
+        packets=summary.get("packets") if isinstance(summary, dict) else None,
+        received_bytes=int(received["bytes"]) if "bytes" in received else None)

@@ -31,6 +31,11 @@ Versions (:data:`RUN_SCHEMA_VERSION` is the one written):
    ``goodput_down_mbps``/``goodput_up_mbps`` (each direction's goodput). A version 7 attempt
    downloaded ``file_size`` on one stream of one connection; its goodput was the download's.
    :func:`upgrade_7_to_8`.
+9. a workload per flow: each of ``flows`` has ``workload`` (as the attempt's: kind, bytes
+   per stream, duration, streams, connections) and ``transfers`` (a QUIC flow's files, one
+   per stream, as the attempt's; None for a kernel TCP flow, which iperf3 counts). A version 8
+   flow downloaded its ``size_bytes`` (or for its ``duration_s``) on one stream of one
+   connection. :func:`upgrade_8_to_9`.
 
 Keys added later with a default (``variant``, ``axes``, ``hosts``, ``cell``, ``knobs``,
 ``interrupted``, ``handshake``, ``Side.pid``) may be absent from a stored version 2 record;
@@ -57,8 +62,11 @@ from interop_runner.storage.schema import (
     read_document_versioned,
 )
 
-RUN_SCHEMA_VERSION = 8
+RUN_SCHEMA_VERSION = 9
 Status = Literal["ok", "failed", "unsupported", "timeout"]
+# how a flow's bytes were verified: every file by its digest, a stopped one as a prefix of its
+# source, or (kernel TCP) by iperf3's report
+Verified = Literal["hash", "prefix", "iperf3"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "unsupported", "timeout")
 # the main host facts a record keeps per role (``hosts``), for comparisons across testbeds
 HOST_KEYS = ("hostname", "cpu_model", "cores", "sockets", "numa_nodes", "kernel", "nic_driver",
@@ -89,6 +97,22 @@ class Side(BaseModel):
     container: dict[str, Any] | None = None
 
 
+class TransferRecord(BaseModel):
+    """One file one stream of one connection moved, checked where it landed."""
+
+    model_config = ConfigDict(extra="forbid")
+    direction: Literal["download", "upload"]
+    connection: int
+    stream: int
+    name: str
+    size_bytes: int  # planned: the source's size
+    node: Literal["server", "client"]  # where it landed and was hashed
+    bytes: int | None = None  # landed (None: no file)
+    digest: str | None = None  # of the landed bytes
+    verified: Literal["hash", "prefix"] | None = None  # None: not verified (see reason)
+    reason: str | None = None
+
+
 class FlowRecord(BaseModel):
     """One flow of an attempt of several flows: what it was and how it went."""
 
@@ -109,29 +133,16 @@ class FlowRecord(BaseModel):
     reason: str | None = None
     start_ns: int | None = None  # on the client node's clock
     end_ns: int | None = None
-    bytes_received: int | None = None  # by the client, by its end
-    verified: Literal["hash", "prefix", "iperf3"] | None = None
+    bytes_received: int | None = None  # by its receiver (both, bidirectional), by its end
+    verified: Verified | None = None
     stopped_at_duration: bool = False
     goodput_mbps: float | None = None
     client_cpu_s: float | None = None  # user + system CPU of the flow's client process
     server_version: str | None = None
     client_version: str | None = None
-
-
-class TransferRecord(BaseModel):
-    """One file one stream of one connection moved, checked where it landed."""
-
-    model_config = ConfigDict(extra="forbid")
-    direction: Literal["download", "upload"]
-    connection: int
-    stream: int
-    name: str
-    size_bytes: int  # planned: the source's size
-    node: Literal["server", "client"]  # where it landed and was hashed
-    bytes: int | None = None  # landed (None: no file)
-    digest: str | None = None  # of the landed bytes
-    verified: Literal["hash", "prefix"] | None = None  # None: not verified (see reason)
-    reason: str | None = None
+    # what it moved (as the attempt's ``workload``) and, for a QUIC flow, each stream's file
+    workload: dict[str, Any] | None = None
+    transfers: list[TransferRecord] | None = None
 
 
 class RunRecord(BaseModel):
@@ -279,13 +290,26 @@ def upgrade_7_to_8(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def upgrade_8_to_9(data: dict[str, Any]) -> dict[str, Any]:
+    """A workload per flow: every flow of a version 8 attempt downloaded on one stream of one
+    connection (its transfers were not kept per flow)."""
+    for flow in data.get("flows") or []:
+        if isinstance(flow, dict):
+            flow.setdefault("workload", {"kind": "download", "size_bytes": flow.get("size_bytes"),
+                                         "duration_s": flow.get("duration_s"), "streams": 1,
+                                         "connections": 1})
+            flow.setdefault("transfers", None)
+    return data
+
+
 RUN_SCHEMA = DocumentSchema("run.json", RUN_SCHEMA_VERSION, {1: upgrade_1_to_2,
                                                              2: upgrade_2_to_3,
                                                              3: upgrade_3_to_4,
                                                              4: upgrade_4_to_5,
                                                              5: upgrade_5_to_6,
                                                              6: upgrade_6_to_7,
-                                                             7: upgrade_7_to_8})
+                                                             7: upgrade_7_to_8,
+                                                             8: upgrade_8_to_9})
 
 
 # -- files ------------------------------------------------------------------------------------

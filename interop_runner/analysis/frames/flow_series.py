@@ -66,7 +66,7 @@ FLOW_SERIES_COLUMNS: dict[str, str] = {
 # a pair flow's transport is its stack's (QUIC over UDP; tcp-tls over TCP); a kernel TCP
 # reference flow's is TCP
 _TRANSPORTS = {"quic": ("udp", "tcp"), "tcp": ("tcp",)}
-_SOURCE_PORT = re.compile(r"^(\w+) (?:\[[^\]]*\]|[^:>\s]+):(\d+)>")
+_PORTS = re.compile(r"^(\w+) (?:\[[^\]]*\]|[^:>\s]+):(\d+)>(?:\[[^\]]*\]|[^:>\s]+):(\d+)")
 
 
 @dataclass(frozen=True)
@@ -107,19 +107,30 @@ def bin_width_ms(record: dict[str, Any], bin_ms: float | None = None) -> float:
 
 def flow_packets(packets: pd.DataFrame, flows: list[dict[str, Any]]) -> pd.DataFrame:
     """The data packets of the flows among a capture's packets (``bottleneck_packets``):
-    those that leave a flow's server port over its transport, with ``flow`` replaced by the
-    flow's index as text (``"0"``); every other packet left out."""
-    ports = {(proto, int(f["port"])): str(f.get("index", i))
+    those that leave a flow's server port over its transport (an upload's: that go to it),
+    with ``flow`` replaced by the flow's index as text (``"0"``); every other packet left
+    out."""
+    ports = {(proto, _data_end(f), int(f["port"])): str(f.get("index", i))
              for i, f in enumerate(flows) if isinstance(f.get("port"), int)
              for proto in _TRANSPORTS.get(str(f.get("kind")), ())}
     names = pd.Series(packets["flow"].unique(), dtype=object)
-    found = names.str.extract(_SOURCE_PORT)
-    index = {name: ports.get((proto, int(port))) for name, proto, port
-             in zip(names, found[0], found[1]) if isinstance(port, str)}
+    found = names.str.extract(_PORTS)
+    index = {name: ports.get((proto, "source", int(source))) or
+             ports.get((proto, "destination", int(destination)))
+             for name, proto, source, destination in zip(names, found[0], found[1], found[2])
+             if isinstance(source, str)}
     flow = packets["flow"].map(index)
     data = packets[flow.notna().to_numpy()].copy()
     data["flow"] = flow[flow.notna()].astype("string")
     return data
+
+
+def _data_end(flow: dict[str, Any]) -> str:
+    """Which port of a flow's data packets is its server's: the source (the server sends:
+    a download) or the destination (an upload: the client sends to it)."""
+    workload = flow.get("workload")
+    upload = isinstance(workload, dict) and workload.get("kind") == "upload"
+    return "destination" if upload else "source"
 
 
 def attempt_flow_series(attempt_dir: Path | str, record: dict[str, Any] | None = None,

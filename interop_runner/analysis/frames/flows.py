@@ -22,7 +22,7 @@ from interop_runner.analysis.frames.flow_series import (
     cached_flow_series,
     flows_of,
 )
-from interop_runner.analysis.frames.results import load_results
+from interop_runner.analysis.frames.results import load_results, workload_values
 from interop_runner.analysis.theories.stats import cell_stats, mean_ci, ok_mask
 from interop_runner.errors import StoreError
 from interop_runner.storage.run_record import read_run
@@ -42,6 +42,7 @@ SERIES_KEYS = ["bin_ms", "t_s", "throughput_mbps", "queue_delay_ms_mean",
 FLOW_RESULT_COLUMNS: dict[str, str] = {
     "flow": "Int64", "label": "string", "kind": "string", "server": "string",
     "client": "string", "congestion_control": "string", "link": "string", "port": "Int64",
+    "workload": "string", "direction": "string", "streams": "Int64", "connections": "Int64",
     "status": "string", "reason": "string", "bytes_received": "Int64",
     "goodput_mbps": "Float64", "mean_throughput_mbps": "Float64",
     "queue_delay_p95_ms": "Float64", "share": "Float64", "share_basis": "string",
@@ -117,7 +118,8 @@ def _flow_row(flow: dict[str, Any], i: int, summary: dict[str, Any] | None,
     row = {**_flow_keys(flow, i),
            **{k: flow.get(k) for k in ("server", "client", "congestion_control", "link",
                                        "port", "status", "reason", "bytes_received",
-                                       "goodput_mbps")}}
+                                       "goodput_mbps")},
+           **workload_values(flow.get("workload"))}
     summary = summary or {}
     row.update(mean_throughput_mbps=summary.get("mean_throughput_mbps"),
                queue_delay_p95_ms=summary.get("queue_delay_p95_ms"),
@@ -139,7 +141,8 @@ def _shares(rows: pd.DataFrame, has_series: bool) -> pd.DataFrame:
 def load_flow_results(*paths: Path | str) -> pd.DataFrame:
     """One row per attempt and flow below the campaign or results directories given: the
     attempt's identity (as :func:`load_flows`), then :data:`FLOW_RESULT_COLUMNS`: the
-    flow's ``label``, ``kind``, sides, ``congestion_control``, ``link``, ``port``,
+    flow's ``label``, ``kind``, sides, ``congestion_control``, ``link``, ``port``, its
+    ``workload``, ``direction``, ``streams`` and ``connections`` (as the attempts' columns),
     ``status``, ``reason``, ``bytes_received`` and ``goodput_mbps`` (the record),
     ``mean_throughput_mbps`` (its trimmed series at the bottleneck), ``queue_delay_p95_ms``
     (95th percentile of its packets' queueing delay in that window), ``share`` (its value
