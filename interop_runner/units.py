@@ -17,8 +17,8 @@ _FACTORS = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
 MAX_RATE_BPS = 1_600 * 10**9  # 1.6 Tbit/s, the fastest Ethernet: more is a typing error
-_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit)?\s*$", re.IGNORECASE)
-_RATE_FACTORS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit|tbit)?\s*$", re.IGNORECASE)
+_RATE_FACTORS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)?\s*$", re.IGNORECASE)
 _TIME_FACTORS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 _MINUTES_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*min\s*$", re.IGNORECASE)

@@ -32,6 +32,20 @@ def test_formats_are_checked():
             Knobs(**kwargs)
 
 
+def test_a_rate_or_delay_is_read_by_the_units_module_and_reaches_tc_as_written():
+    """The bounds and units of every other rate and time (interop_runner.units): no rate
+    below 8 kbit/s or above 1.6 Tbit/s, no negative or unknown unit; the string is kept."""
+    assert Knobs(rate="1.5Gbit", delay="250us").active() == {"rate": "1.5Gbit",
+                                                             "delay": "250us"}
+    for kwargs, message in (({"rate": "1bit"}, "below 8 kbit/s"),
+                            ({"rate": "2tbit"}, "above 1.6 Tbit/s"),
+                            ({"rate": "20mbps"}, "cannot parse rate"),
+                            ({"delay": "3min"}, "cannot parse time"),
+                            ({"rate": "1000"}, "a number and its unit")):
+        with pytest.raises(ValidationError, match=message):
+            Knobs(**kwargs)
+
+
 def test_merge_and_default_offload():
     both = Knobs(rmem="2x", offload="off")
     side = Knobs(offload="default", mtu=9000)

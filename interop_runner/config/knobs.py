@@ -7,12 +7,12 @@ How they are applied, journaled and restored on a node: :mod:`interop_runner.tes
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from interop_runner.config.written import SIZE_UNITS, refuse_bare
-from interop_runner.units import positive_size
+from interop_runner.units import parse_ms, parse_rate, positive_size
 
 DEFAULT_SOCKET_BUFFER = 212992  # Linux's net.core.rmem_default/wmem_default (208 KiB)
 OFFLOAD_FEATURES = {  # ethtool -K name -> ethtool -k name
@@ -28,7 +28,9 @@ OFFLOAD_PRESETS: dict[str, dict[str, bool]] = {
     "udp-only": {"gso": True, "gro": True, "tx-udp-segmentation": True,
                  "rx-udp-gro-forwarding": True, "tso": False, "lro": False},
 }
-_RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit)$")
+# a value handed to tc as written: a number and its unit, nothing between (tc reads a bare
+# number of a rate as bytes/s and of a delay as µs, so a unit is required)
+_TC_WORD = re.compile(r"^\d+(\.\d+)?[A-Za-z]+$")
 _CPUS_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
@@ -64,16 +66,12 @@ class Knobs(BaseModel):
     @field_validator("rate")
     @classmethod
     def _rate(cls, value: str | None) -> str | None:
-        if value is not None and not _RATE_RE.match(value):
-            raise ValueError(f"expected a tc rate like 1gbit or 500mbit, got {value!r}")
-        return value
+        return None if value is None else _tc_value(value, parse_rate, "a tc rate like 1gbit")
 
     @field_validator("delay")
     @classmethod
     def _delay(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^\d+(\.\d+)?(us|ms|s)$", value):
-            raise ValueError(f"expected a time like 10ms, got {value!r}")
-        return value
+        return None if value is None else _tc_value(value, parse_ms, "a time like 10ms")
 
     @field_validator("pin")
     @classmethod
@@ -126,3 +124,11 @@ def parse_cpulist(text: str) -> list[int]:
 def format_cpulist(cpus: list[int]) -> str:
     """[0, 1, 2, 3, 8] -> ``0-3,8``."""
     return format_cpu_ranges([(cpu, cpu) for cpu in cpus])
+
+
+def _tc_value(value: str, parse: Callable[[str], object], example: str) -> str:
+    """``value`` unchanged (it reaches tc as written) once the units module has read it."""
+    if not _TC_WORD.match(value):
+        raise ValueError(f"expected {example} (a number and its unit, no space), got {value!r}")
+    parse(value)
+    return value
