@@ -527,10 +527,9 @@ class Attempt:
         """The client's container: its start and end are the engine's, on the client node,
         its CPU time that of every process it ran (its cgroup)."""
         p, rec, side = self.plan, self.record, self._containers["client"]
-        side.start(env, self.server.cfg.ip, self.client.cfg.ip)
+        side.start(env, self.server.cfg.ip, self.client.cfg.ip,
+                   watch_pids=self.cmon.active("perf"))
         rec.client.container = side.record()
-        if self.cmon.active("perf"):
-            side.watch_pids()
         out = side.run_client(p.client_timeout)
         rec.client.pid = out.pid
         if out.exit_code is None:

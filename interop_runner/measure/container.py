@@ -57,8 +57,11 @@ _READY = (
     '  sleep 0.005; '
     'done'
 )
-# The PIDs of a running container, every 0.1 s until it is gone (perf's process filter).
-_WATCH = ('while [ -e "$0" ]; do cat "$0" 2>/dev/null; sleep 0.1; done | sort -un >"$1"')
+# The PIDs in the container's parent cgroup (cgroup v2 or v1's cpuacct), every 0.02 s until
+# stopped (perf's process filter). Started before the container is, so a client that ends
+# within one tick is seen too; appended unsorted, so stopping it loses nothing.
+_WATCH = ('while :; do cat "$0"/*/cgroup.procs "$1"/*/cgroup.procs 2>/dev/null; sleep 0.02; '
+          'done >>"$2"')
 _CPU = ('d=$0; getconf CLK_TCK; cat "$d/cpuacct.stat" 2>/dev/null || cat "$d/cpu.stat"')
 
 
@@ -129,10 +132,14 @@ class ContainerSide:
                     "qir.role": self.role, "qir.implementation": self.meta.name},
             cgroup_parent=cgroup_parent(node, self.token))
 
-    def start(self, env: dict[str, str], server_ip: str, client_ip: str) -> None:
-        """Create and start the container; find where its processes are accounted."""
+    def start(self, env: dict[str, str], server_ip: str, client_ip: str,
+              watch_pids: bool = False) -> None:
+        """Create and start the container; find where its processes are accounted. With
+        ``watch_pids`` its PIDs are recorded from before it starts (``pids.txt``)."""
         self.create(env, server_ip, client_ip)
         assert self.cid is not None
+        if watch_pids:
+            self._watch_pids()
         self.node.engine().start_created(self.cid)
         self.find_accounting()
 
@@ -183,12 +190,13 @@ class ContainerSide:
         return self.node.run(["sh", "-c", _READY, self.procs_file, flag, str(port)],
                              timeout=timeout).stdout.strip()
 
-    def watch_pids(self) -> None:
-        """Record the container's PIDs while it runs (``pids.txt``: perf's process filter)."""
-        if self.procs_file is not None:
-            self._watch = self.node.executor.start(
-                ["sh", "-c", _WATCH, self.procs_file, f"{self.logs}/pids.txt"],
-                stdout=f"{self.logs}/pid-watch.log", stderr=f"{self.logs}/pid-watch.err")
+    def _watch_pids(self) -> None:
+        """Record the PIDs of the container's cgroup until :meth:`remove` (``pids.txt``)."""
+        parent = cgroup_parent(self.node, self.token)
+        self._watch = self.node.executor.start(
+            ["sh", "-c", _WATCH, f"{CGROUP_ROOT}{parent}", f"{CGROUP_ROOT}/cpuacct{parent}",
+             f"{self.logs}/pids.txt"],
+            stdout=f"{self.logs}/pid-watch.log", stderr=f"{self.logs}/pid-watch.err")
 
     def run_client(self, timeout: float) -> ClientOutcome:
         """Wait for the client container; its times are the engine's, on the client node."""
